@@ -1,0 +1,288 @@
+# shellcheck shell=bash
+# Variables here are used by the scripts that source this file.
+# shellcheck disable=SC2034
+# Shared by init-firewall.sh and firewall-allow.sh (installed at
+# /usr/local/lib/agent-sandbox/firewall-lib.sh; tests point AGENT_SANDBOX_LIB_DIR
+# at base-image/). Sourced, never run. The sourcing script defines abort() and
+# warn() first and runs with `set -euo pipefail`.
+
+# ---- paths and names -------------------------------------------------------
+FW_STATE="${AGENT_SANDBOX_STATE_DIR:-/run/agent-sandbox}"
+FW_RESOLV_CONF="${AGENT_SANDBOX_RESOLV_CONF:-/etc/resolv.conf}"
+FW_DEFAULT_DOMAINS_FILE="${AGENT_SANDBOX_DEFAULT_DOMAINS_FILE:-/etc/agent-sandbox/default-domains.txt}"
+# Survives a container restart (unlike the tmpfs $FW_STATE); see fw_read_upstreams.
+FW_PERSIST_DIR="${AGENT_SANDBOX_PERSIST_DIR:-/var/lib/agent-sandbox}"
+FW_DNS_USER=dnsmasq
+FW_SET4=agent-sandbox-allow4
+FW_SET6=agent-sandbox-allow6
+FW_NET4=agent-sandbox-net4
+FW_NFLOG_GROUP=42
+FW_SELFTEST_NAME=agent-sandbox-selftest.invalid
+
+# Effective allowlist, in order (entries as given, lower-cased), and the set of
+# their dnsmasq domains (`*.x` -> `x`) used for de-duplication.
+FW_DOMAINS=()
+declare -A FW_SEEN=()
+# Upstream resolvers dnsmasq forwards to.
+FW_UPSTREAMS=()
+
+# ---- small helpers ---------------------------------------------------------
+
+# fw_log MSG: append a timestamped line to $FW_STATE/firewall.log (best effort).
+fw_log() {
+  if [ -d "$FW_STATE" ]; then
+    printf '%s %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*" >> "$FW_STATE/firewall.log" 2>/dev/null || true
+  fi
+}
+
+# fw_split STRING: print the items of a comma/space/newline separated list, one per line.
+# Uses `read -a`, so `*.example.com` is never glob-expanded.
+fw_split() {
+  local s="$1" item
+  local -a items=()
+  s="${s//[,$'\n\t\r']/ }"
+  read -r -a items <<< "$s" || true
+  for item in "${items[@]}"; do
+    printf '%s\n' "$item"
+  done
+}
+
+# fw_domain_base PATTERN: the dnsmasq domain for an allowlist entry (`*.x` -> `x`).
+fw_domain_base() {
+  printf '%s\n' "${1#\*.}"
+}
+
+# fw_valid_domain PATTERN: succeed if PATTERN is `name` or `*.name`, where name is a
+# DNS hostname (labels of letters, digits, `-` and `_`, 1-63 chars, not starting or
+# ending with `-`; 253 chars at most; last label not all digits, so no IP addresses).
+fw_valid_domain() {
+  local d="${1#\*.}" label
+  local -a labels=()
+  [ -n "$d" ] && [ "${#d}" -le 253 ] || return 1
+  [[ "$d" =~ ^[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*$ ]] || return 1
+  IFS=. read -r -a labels <<< "$d"
+  for label in "${labels[@]}"; do
+    [ "${#label}" -le 63 ] || return 1
+  done
+  [[ ! "${labels[-1]}" =~ ^[0-9]+$ ]]
+}
+
+# fw_add_domain ENTRY SOURCE: validate ENTRY (lower-cased) and append it to
+# FW_DOMAINS unless its domain is already there (then warn). Aborts if invalid.
+# Sets FW_ADDED=1 if it was added, 0 if it was a duplicate.
+fw_add_domain() {
+  local entry base
+  entry="$(printf '%s' "$1" | tr '[:upper:]' '[:lower:]')"
+  if ! fw_valid_domain "$entry"; then
+    abort "invalid domain '$1' in $2: expected a hostname like example.com or *.example.com"
+  fi
+  base="$(fw_domain_base "$entry")"
+  if [ -n "${FW_SEEN[$base]:-}" ]; then
+    FW_ADDED=0
+    if [ "${FW_SEEN[$base]}" = "$entry" ]; then
+      warn "duplicate domain '$entry' in $2 ignored"
+    else
+      warn "duplicate domain '$entry' in $2 ignored (same as '${FW_SEEN[$base]}')"
+    fi
+    return 0
+  fi
+  FW_SEEN[$base]="$entry"
+  FW_DOMAINS+=("$entry")
+  FW_ADDED=1
+}
+
+# fw_add_domains_from_file FILE: every non-comment word of FILE.
+fw_add_domains_from_file() {
+  local file="$1" src="$1" line item
+  [ -r "$file" ] || abort "cannot read domain list $file"
+  while IFS= read -r line || [ -n "$line" ]; do
+    line="${line%%#*}"
+    while IFS= read -r item; do
+      if [ -n "$item" ]; then fw_add_domain "$item" "$src"; fi
+    done < <(fw_split "$line")
+  done < "$file"
+}
+
+# fw_add_domains_from_list STRING SOURCE: every item of a comma/space/newline list.
+fw_add_domains_from_list() {
+  local item
+  while IFS= read -r item; do
+    [ -n "$item" ] && fw_add_domain "$item" "$2"
+  done < <(fw_split "$1")
+}
+
+# fw_valid_ip ADDR: a plausible IPv4 or IPv6 address (no zone index).
+fw_valid_ip() {
+  [[ "$1" =~ ^[0-9]{1,3}(\.[0-9]{1,3}){3}$ ]] || [[ "$1" =~ ^[0-9a-fA-F:.]*:[0-9a-fA-F:.]*$ ]]
+}
+
+# fw_is_ipv6 ADDR
+fw_is_ipv6() {
+  [[ "$1" == *:* ]]
+}
+
+# fw_read_upstreams: fill FW_UPSTREAMS. Order of preference:
+#  1. $FW_STATE/upstream-resolvers (saved by an earlier run in this boot; by now
+#     resolv.conf already points at 127.0.0.1);
+#  2. the `nameserver` lines of resolv.conf, other than our own 127.0.0.1;
+#  3. $FW_PERSIST_DIR/upstream-resolvers (saved at an earlier boot: Docker does not
+#     rewrite a resolv.conf the container has modified, so after a restart it may
+#     still say 127.0.0.1 while the tmpfs state dir is empty).
+# Saves the list to 1 and 3. Aborts if none is found.
+fw_read_upstreams() {
+  local saved="$FW_STATE/upstream-resolvers" persisted="$FW_PERSIST_DIR/upstream-resolvers"
+  local key addr rest
+  FW_UPSTREAMS=()
+  if [ -s "$saved" ]; then
+    mapfile -t FW_UPSTREAMS < <(grep -v '^[[:space:]]*$' "$saved")
+  else
+    if [ -r "$FW_RESOLV_CONF" ]; then
+      while read -r key addr rest; do
+        [ "$key" = nameserver ] || continue
+        if [ -z "$addr" ] || [ "$addr" = 127.0.0.1 ]; then continue; fi
+        : "$rest"
+        if fw_valid_ip "$addr"; then
+          FW_UPSTREAMS+=("$addr")
+        else
+          warn "ignoring nameserver '$addr' in $FW_RESOLV_CONF"
+        fi
+      done < "$FW_RESOLV_CONF"
+    fi
+    if [ "${#FW_UPSTREAMS[@]}" -eq 0 ] && [ -s "$persisted" ]; then
+      mapfile -t FW_UPSTREAMS < <(grep -v '^[[:space:]]*$' "$persisted")
+      warn "no upstream nameserver in $FW_RESOLV_CONF; reusing the ones saved in $persisted"
+    fi
+  fi
+  for addr in "${FW_UPSTREAMS[@]}"; do
+    fw_valid_ip "$addr" || abort "invalid upstream resolver '$addr' in $saved"
+  done
+  [ "${#FW_UPSTREAMS[@]}" -gt 0 ] || abort "no upstream nameserver found in $FW_RESOLV_CONF"
+  fw_write_file "$saved" < <(printf '%s\n' "${FW_UPSTREAMS[@]}")
+  if mkdir -p "$FW_PERSIST_DIR" 2>/dev/null; then
+    fw_write_file "$persisted" < <(printf '%s\n' "${FW_UPSTREAMS[@]}") 2>/dev/null \
+      || warn "could not save upstream resolvers to $persisted"
+  fi
+}
+
+# fw_write_file PATH: replace PATH with stdin (temp file + rename), mode 0644, root-owned.
+fw_write_file() {
+  local path="$1" tmp
+  tmp="$(mktemp "$path.XXXXXX")"
+  cat > "$tmp"
+  chmod 0644 "$tmp"
+  if [ "$EUID" -eq 0 ]; then chown 0:0 "$tmp" 2>/dev/null || true; fi
+  mv -f "$tmp" "$path"
+}
+
+# fw_prepare_state: create $FW_STATE (root, 0755) if needed.
+fw_prepare_state() {
+  umask 022
+  mkdir -p "$FW_STATE" || abort "cannot create state directory $FW_STATE"
+  chmod 0755 "$FW_STATE" 2>/dev/null || true
+  if [ "$EUID" -eq 0 ]; then chown 0:0 "$FW_STATE" 2>/dev/null || true; fi
+}
+
+# fw_read_allowlist: load FW_DOMAINS from $FW_STATE/allowlist.
+fw_read_allowlist() {
+  [ -r "$FW_STATE/allowlist" ] || abort "$FW_STATE/allowlist not found: is the firewall initialised?"
+  fw_add_domains_from_file "$FW_STATE/allowlist"
+}
+
+# fw_write_allowlist: save FW_DOMAINS to $FW_STATE/allowlist.
+fw_write_allowlist() {
+  if [ "${#FW_DOMAINS[@]}" -gt 0 ]; then
+    printf '%s\n' "${FW_DOMAINS[@]}" | fw_write_file "$FW_STATE/allowlist"
+  else
+    fw_write_file "$FW_STATE/allowlist" < /dev/null
+  fi
+}
+
+# fw_dnsmasq_conf: print the dnsmasq configuration for FW_DOMAINS and FW_UPSTREAMS.
+# dnsmasq (>= 2.86) picks the longest matching domain, so `server=/D/...` wins over
+# `address=/#/` for D and its subdomains; every other name gets NXDOMAIN without
+# being forwarded. /etc/hosts is still read (the container's own hostname).
+fw_dnsmasq_conf() {
+  local entry d up
+  cat <<EOF
+# Generated by agent-sandbox init-firewall.sh / firewall-allow.sh; do not edit.
+no-resolv
+no-poll
+listen-address=127.0.0.1
+bind-interfaces
+port=53
+user=$FW_DNS_USER
+cache-size=1000
+log-queries
+log-facility=$FW_STATE/dnsmasq.log
+EOF
+  for entry in "${FW_DOMAINS[@]}"; do
+    d="$(fw_domain_base "$entry")"
+    for up in "${FW_UPSTREAMS[@]}"; do
+      printf 'server=/%s/%s\n' "$d" "$up"
+    done
+    printf 'ipset=/%s/%s,%s\n' "$d" "$FW_SET4" "$FW_SET6"
+  done
+  printf 'address=/#/\n'
+}
+
+# fw_pid_alive PID NAME: PID is a live (not zombie) process whose command name is
+# NAME (guards against killing an unrelated process that reused a stale pid).
+fw_pid_alive() {
+  local comm stat
+  [[ "$1" =~ ^[0-9]+$ ]] || return 1
+  comm="$(cat "/proc/$1/comm" 2>/dev/null)" || return 1
+  [ "$comm" = "$2" ] || return 1
+  stat="$(cat "/proc/$1/stat" 2>/dev/null)" || return 1
+  stat="${stat##*) }"
+  [ "${stat%% *}" != Z ]
+}
+
+# fw_stop_pidfile FILE NAME: stop the process named NAME whose pid is in FILE, and
+# wait (at most ~1 s) until it is gone. Removes FILE.
+fw_stop_pidfile() {
+  local file="$1" name="$2" pid i
+  [ -f "$file" ] || return 0
+  pid="$(head -n 1 "$file" 2>/dev/null | tr -dc '0-9')"
+  if [ -n "$pid" ] && fw_pid_alive "$pid" "$name"; then
+    kill "$pid" 2>/dev/null || true
+    for ((i = 0; i < 50; i++)); do
+      fw_pid_alive "$pid" "$name" || break
+      sleep 0.02
+    done
+    if fw_pid_alive "$pid" "$name"; then
+      kill -9 "$pid" 2>/dev/null || true
+      sleep 0.05
+    fi
+  fi
+  rm -f "$file"
+}
+
+# fw_start_dnsmasq: (re)write dnsmasq.conf and (re)start dnsmasq.
+fw_start_dnsmasq() {
+  local conf="$FW_STATE/dnsmasq.conf" err
+  fw_dnsmasq_conf | fw_write_file "$conf"
+  fw_stop_pidfile "$FW_STATE/dnsmasq.pid" dnsmasq
+  err="$(mktemp)"
+  # dnsmasq daemonises once it is listening, so it answers as soon as this returns.
+  if ! dnsmasq --conf-file="$conf" --pid-file="$FW_STATE/dnsmasq.pid" < /dev/null > /dev/null 2> "$err" 3>&-; then
+    local msg
+    msg="$(grep -v '^[[:space:]]*$' "$err" | tail -n 1)"
+    rm -f "$err"
+    abort "dnsmasq failed to start: ${msg:-unknown error}"
+  fi
+  rm -f "$err"
+  # dnsmasq makes its log file 0660 dnsmasq:root; let `firewall-status` (any user) read it.
+  chmod 0644 "$FW_STATE/dnsmasq.pid" "$FW_STATE/dnsmasq.log" 2>/dev/null || true
+}
+
+# fw_selftest_dns: dnsmasq must answer a name outside the allowlist with NXDOMAIN
+# (answered locally from address=/#/, never forwarded).
+fw_selftest_dns() {
+  local out
+  out="$(dig @127.0.0.1 +time=1 +tries=1 "$FW_SELFTEST_NAME" 2>&1)" || true
+  if ! grep -q 'status: NXDOMAIN' <<< "$out"; then
+    local why
+    why="$(grep -E 'status:|timed out|refused|error' <<< "$out" | head -n 1 | sed 's/^[;[:space:]]*//')"
+    abort "DNS self-test failed: dnsmasq did not answer $FW_SELFTEST_NAME with NXDOMAIN (${why:-no answer})"
+  fi
+}

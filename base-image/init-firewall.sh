@@ -1,0 +1,316 @@
+#!/usr/bin/env bash
+# init-firewall.sh — put the sandbox's egress firewall in place.
+#
+# Called as root by the entrypoint (/usr/local/bin/entrypoint.sh) when
+# AGENT_SANDBOX_NETWORK=firewall, before anything runs as `node`; safe to run again
+# (rules are replaced atomically, ipsets keep their entries, dnsmasq and tcpdump
+# are restarted). On failure it exits non-zero and its last stderr line is the
+# reason ("init-firewall: <reason>"), which the entrypoint records in
+# /run/agent-sandbox/failed.
+#
+# What it does:
+#  - validates AGENT_SANDBOX_ALLOW_DOMAINS and AGENT_SANDBOX_INBOUND_PORTS before
+#    changing anything;
+#  - starts dnsmasq on 127.0.0.1:53 as user dnsmasq, forwarding only allowlisted
+#    domains (and their subdomains) to the original resolvers and adding their
+#    answers to ipsets agent-sandbox-allow4/-allow6; every other name gets NXDOMAIN;
+#    /etc/resolv.conf then points at it;
+#  - loads filter-table rules with iptables-restore/ip6tables-restore (the nat table,
+#    where Docker's embedded DNS keeps its DNAT rules, is left alone): policy DROP,
+#    allow loopback, replies, dnsmasq's DNS, the ipsets, the inbound ports; log
+#    (NFLOG group 42, read by tcpdump into denied.log) and REJECT the rest;
+#  - checks the result (OUTPUT policy DROP, dnsmasq answers NXDOMAIN) and prints
+#    "init-firewall: ready (N domains, backend X)".
+#
+# Environment (defaults in brackets):
+#   AGENT_SANDBOX_ALLOW_DOMAINS      extra domains, comma/space/newline separated; `*.x` allowed
+#   AGENT_SANDBOX_INBOUND_PORTS      TCP ports accepted inbound, comma separated
+#   AGENT_SANDBOX_DEFAULT_DOMAINS_FILE [/etc/agent-sandbox/default-domains.txt]
+#   AGENT_SANDBOX_STATE_DIR          [/run/agent-sandbox]
+#   AGENT_SANDBOX_RESOLV_CONF        [/etc/resolv.conf]
+#   AGENT_SANDBOX_PERSIST_DIR        [/var/lib/agent-sandbox] upstream resolvers across restarts
+#   AGENT_SANDBOX_GITHUB_META        [1] 0 = don't add GitHub's published IP ranges
+#   AGENT_SANDBOX_IPV6_CONF_DIR      [/proc/sys/net/ipv6/conf] (IPv6 on if any non-lo interface has disable_ipv6=0)
+#   AGENT_SANDBOX_LIB_DIR            [/usr/local/lib/agent-sandbox] where firewall-lib.sh is
+set -euo pipefail
+
+abort() {
+  printf 'init-firewall: %s\n' "$*" >&2
+  exit 1
+}
+
+warn() {
+  printf 'init-firewall: warning: %s\n' "$*" >&2
+  if declare -F fw_log > /dev/null; then fw_log "warning: $*"; fi
+}
+
+FW_LIB="${AGENT_SANDBOX_LIB_DIR:-/usr/local/lib/agent-sandbox}/firewall-lib.sh"
+[ -r "$FW_LIB" ] || abort "missing $FW_LIB"
+# shellcheck source=base-image/firewall-lib.sh
+. "$FW_LIB"
+
+IPV6_CONF_DIR="${AGENT_SANDBOX_IPV6_CONF_DIR:-/proc/sys/net/ipv6/conf}"
+TMP="$(mktemp -d)"
+trap 'rm -rf "$TMP"' EXIT
+
+# ---- 1. inputs (validated before anything changes) --------------------------
+
+fw_add_domains_from_file "$FW_DEFAULT_DOMAINS_FILE"
+fw_add_domains_from_list "${AGENT_SANDBOX_ALLOW_DOMAINS:-}" AGENT_SANDBOX_ALLOW_DOMAINS
+# A re-run keeps the domains firewall-allow.sh added since the container started.
+if [ -r "${FW_STATE}/allowlist" ]; then
+  while IFS= read -r d; do
+    [ -n "$d" ] || continue
+    fw_valid_domain "$d" || continue
+    [ -n "${FW_SEEN[$(fw_domain_base "$d")]:-}" ] || fw_add_domain "$d" "the saved allowlist"
+  done < "$FW_STATE/allowlist"
+fi
+
+PORTS=()
+declare -A SEEN_PORT=()
+while IFS= read -r p; do
+  [ -n "$p" ] || continue
+  if [[ ! "$p" =~ ^[0-9]{1,5}$ ]] || ((10#$p < 1 || 10#$p > 65535)); then
+    abort "invalid port '$p' in AGENT_SANDBOX_INBOUND_PORTS: expected integers 1-65535, comma separated"
+  fi
+  p=$((10#$p))
+  [ -z "${SEEN_PORT[$p]:-}" ] || continue
+  SEEN_PORT[$p]=1
+  PORTS+=("$p")
+done < <(fw_split "${AGENT_SANDBOX_INBOUND_PORTS:-}")
+
+DNS_UID="$(id -u "$FW_DNS_USER" 2> /dev/null)" || abort "user $FW_DNS_USER does not exist"
+[[ "$DNS_UID" =~ ^[0-9]+$ ]] || abort "cannot determine the uid of user $FW_DNS_USER"
+
+fw_prepare_state
+fw_read_upstreams
+
+# ---- 2. rulesets -------------------------------------------------------------
+
+# rules FAMILY: print the filter table for FAMILY (4 or 6).
+rules() {
+  local fam="$1" set reject up port
+  if [ "$fam" = 4 ]; then
+    set="$FW_SET4" reject=icmp-port-unreachable
+  else
+    set="$FW_SET6" reject=icmp6-port-unreachable
+  fi
+  printf '*filter\n:INPUT DROP [0:0]\n:FORWARD DROP [0:0]\n:OUTPUT DROP [0:0]\n'
+
+  printf -- '-A INPUT -i lo -j ACCEPT\n'
+  printf -- '-A INPUT -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT\n'
+  if [ "$fam" = 6 ]; then
+    # Neighbour discovery, or nothing on the link (the allowed hosts included) is reachable.
+    printf -- '-A INPUT -p ipv6-icmp -m icmp6 --icmpv6-type %s -m hl --hl-eq 255 -j ACCEPT\n' \
+      neighbour-solicitation neighbour-advertisement router-advertisement
+  fi
+  for port in "${PORTS[@]}"; do
+    printf -- '-A INPUT -p tcp -m tcp --dport %s -j ACCEPT\n' "$port"
+  done
+  printf -- '-A INPUT -p tcp -j REJECT --reject-with tcp-reset\n'
+  printf -- '-A INPUT -j REJECT --reject-with %s\n' "$reject"
+
+  # Loopback resolvers (Docker's embedded DNS at 127.0.0.11, reached after its nat
+  # OUTPUT DNAT to another port, so matched by address only): dnsmasq's uid only.
+  local -a local_dns=()
+  [ "$fam" = 4 ] && local_dns=(127.0.0.11)
+  for up in "${FW_UPSTREAMS[@]}"; do
+    if [ "$fam" = 4 ] && [[ "$up" == 127.* ]] && [ "$up" != 127.0.0.11 ]; then local_dns+=("$up"); fi
+    if [ "$fam" = 6 ] && [ "$up" = ::1 ]; then local_dns+=("$up"); fi
+  done
+  for up in "${local_dns[@]}"; do
+    printf -- '-A OUTPUT -d %s -m owner --uid-owner %s -j ACCEPT\n' "$up" "$DNS_UID"
+    printf -- '-A OUTPUT -d %s -j REJECT --reject-with %s\n' "$up" "$reject"
+  done
+  printf -- '-A OUTPUT -o lo -j ACCEPT\n'
+  printf -- '-A OUTPUT -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT\n'
+  if [ "$fam" = 6 ]; then
+    printf -- '-A OUTPUT -p ipv6-icmp -m icmp6 --icmpv6-type %s -m hl --hl-eq 255 -j ACCEPT\n' \
+      neighbour-solicitation neighbour-advertisement router-solicitation
+  fi
+  for up in "${FW_UPSTREAMS[@]}"; do
+    [[ "$up" == 127.* || "$up" == ::1 ]] && continue # covered above
+    if { [ "$fam" = 4 ] && ! fw_is_ipv6 "$up"; } || { [ "$fam" = 6 ] && fw_is_ipv6 "$up"; }; then
+      printf -- '-A OUTPUT -d %s -p udp -m udp --dport 53 -m owner --uid-owner %s -j ACCEPT\n' "$up" "$DNS_UID"
+      printf -- '-A OUTPUT -d %s -p tcp -m tcp --dport 53 -m owner --uid-owner %s -j ACCEPT\n' "$up" "$DNS_UID"
+    fi
+  done
+  # Docker's embedded DNS answers names it does not know by asking the host's
+  # resolvers from a socket dockerd (uid 0) opens inside this network namespace, so
+  # those queries cross this chain too: DNS out for uid 0 only. Root here holds
+  # NET_ADMIN and could rewrite these rules anyway; node never gets this.
+  if [[ " ${FW_UPSTREAMS[*]} " == *" 127.0.0.11 "* ]]; then
+    printf -- '-A OUTPUT -p udp -m udp --dport 53 -m owner --uid-owner 0 -j ACCEPT\n'
+    printf -- '-A OUTPUT -p tcp -m tcp --dport 53 -m owner --uid-owner 0 -j ACCEPT\n'
+  fi
+  printf -- '-A OUTPUT -m set --match-set %s dst -j ACCEPT\n' "$set"
+  [ "$fam" = 4 ] && printf -- '-A OUTPUT -m set --match-set %s dst -j ACCEPT\n' "$FW_NET4"
+  printf -- '-A OUTPUT -m limit --limit 20/s -j NFLOG --nflog-group %s --nflog-prefix agent-sandbox-deny\n' "$FW_NFLOG_GROUP"
+  printf -- '-A OUTPUT -p tcp -j REJECT --reject-with tcp-reset\n'
+  printf -- '-A OUTPUT -j REJECT --reject-with %s\n' "$reject"
+  printf 'COMMIT\n'
+}
+
+rules 4 > "$TMP/rules4"
+rules 6 > "$TMP/rules6"
+
+# tool BACKEND NAME: the binary for NAME (iptables, ip6tables-restore, ...) on BACKEND.
+tool() {
+  if [ "$1" = legacy ]; then
+    case "$2" in
+      *-restore) printf '%s\n' "${2%-restore}-legacy-restore" ;;
+      *) printf '%s\n' "$2-legacy" ;;
+    esac
+  else
+    printf '%s\n' "$2"
+  fi
+}
+
+# last_line FILE: the last non-empty line of FILE.
+last_line() {
+  grep -v '^[[:space:]]*$' "$1" 2> /dev/null | tail -n 1 || true
+}
+
+# ---- 3. ipsets, dnsmasq, rules ----------------------------------------------
+
+for spec in "$FW_SET4 hash:ip family inet" "$FW_SET6 hash:ip family inet6" "$FW_NET4 hash:net family inet"; do
+  read -r -a words <<< "$spec"
+  if ! ipset create -exist "${words[@]}" 2> "$TMP/ipset.err"; then
+    abort "cannot create ipset ${words[0]}: $(last_line "$TMP/ipset.err")"
+  fi
+done
+
+fw_write_allowlist
+fw_start_dnsmasq
+
+# IPv4: the default iptables (nft on Debian) first, unless an earlier run had to use
+# legacy; each restore is atomic, so a failed attempt changes nothing.
+BACKEND=""
+order=(nft legacy)
+[ "$(cat "$FW_STATE/backend" 2> /dev/null || true)" = legacy ] && order=(legacy nft)
+errors=()
+for b in "${order[@]}"; do
+  t="$(tool "$b" iptables-restore)"
+  if ! command -v "$t" > /dev/null 2>&1; then
+    errors+=("$b: $t not found")
+    continue
+  fi
+  if "$t" < "$TMP/rules4" 2> "$TMP/restore4.err"; then
+    BACKEND="$b"
+    break
+  fi
+  errors+=("$b: $(last_line "$TMP/restore4.err")")
+done
+if [ -z "$BACKEND" ]; then
+  msg="$(printf '%s; ' "${errors[@]}")"
+  abort "cannot load IPv4 rules (${msg%; })"
+fi
+if [ "$BACKEND" = nft ] && iptables --version 2> /dev/null | grep -q legacy; then
+  BACKEND=legacy # the default iptables is the legacy one
+fi
+printf '%s\n' "$BACKEND" | fw_write_file "$FW_STATE/backend"
+[ "${#errors[@]}" -eq 0 ] || warn "using iptables backend $BACKEND (${errors[*]})"
+
+# IPv6: nothing can leave over IPv6 if it is disabled, so failing to load rules is
+# then only a warning; with IPv6 enabled it is fatal.
+# Docker sets conf/all/disable_ipv6=1 even on dual-stack networks (only eth0 says
+# 0), so IPv6 counts as enabled if any interface but lo has disable_ipv6=0.
+ipv6_disabled=1
+for f in "$IPV6_CONF_DIR"/*/disable_ipv6; do
+  case "${f%/disable_ipv6}" in */all | */default | */lo) continue ;; esac
+  if [ "$(cat "$f" 2> /dev/null)" = 0 ]; then ipv6_disabled=0; fi
+done
+t6="$(tool "$BACKEND" ip6tables-restore)"
+if ! command -v "$t6" > /dev/null 2>&1; then
+  printf '%s not found\n' "$t6" > "$TMP/restore6.err"
+  ok6=0
+elif "$t6" < "$TMP/rules6" 2> "$TMP/restore6.err"; then
+  ok6=1
+else
+  ok6=0
+fi
+if [ "$ok6" = 0 ]; then
+  if [ "$ipv6_disabled" = 1 ]; then
+    warn "IPv6 is disabled in this container; no IPv6 rules loaded ($(last_line "$TMP/restore6.err"))"
+  else
+    abort "IPv6 is enabled but the IPv6 rules could not be loaded: $(last_line "$TMP/restore6.err")"
+  fi
+fi
+
+# Point the system resolver at dnsmasq. /etc/resolv.conf is a bind mount in Docker:
+# rewrite it in place, never replace it.
+{
+  printf '# Written by agent-sandbox init-firewall.sh: all DNS goes through dnsmasq.\n'
+  printf 'nameserver 127.0.0.1\n'
+  grep -E '^[[:space:]]*(search|domain|options)[[:space:]]' "$FW_RESOLV_CONF" 2> /dev/null || true
+} > "$TMP/resolv.conf"
+cat "$TMP/resolv.conf" > "$FW_RESOLV_CONF" || abort "cannot write $FW_RESOLV_CONF"
+
+# ---- 4. denied-connection log (best effort) ----------------------------------
+
+fw_stop_pidfile "$FW_STATE/tcpdump.pid" tcpdump
+: >> "$FW_STATE/denied.log"
+chmod 0644 "$FW_STATE/denied.log" 2> /dev/null || true
+TCPDUMP_PID=""
+if command -v tcpdump > /dev/null 2>&1; then
+  tcpdump -i "nflog:$FW_NFLOG_GROUP" -n -l -q -U -Z root \
+    < /dev/null >> "$FW_STATE/denied.log" 2>> "$FW_STATE/firewall.log" 3>&- &
+  TCPDUMP_PID=$!
+  printf '%s\n' "$TCPDUMP_PID" | fw_write_file "$FW_STATE/tcpdump.pid"
+else
+  warn "tcpdump not found; denied connections will not be logged"
+fi
+
+# ---- 5. checks ---------------------------------------------------------------
+
+ipt="$(tool "$BACKEND" iptables)"
+policy="$("$ipt" -S OUTPUT 2> "$TMP/s.err" | grep -m 1 '^-P OUTPUT')" || true
+[ "$policy" = "-P OUTPUT DROP" ] \
+  || abort "self-test failed: OUTPUT policy is '${policy:-unknown}', not DROP ($(last_line "$TMP/s.err"))"
+fw_selftest_dns
+
+if [ -n "$TCPDUMP_PID" ] && ! kill -0 "$TCPDUMP_PID" 2> /dev/null; then
+  warn "tcpdump exited; denied connections will not be logged (see $FW_STATE/firewall.log)"
+  rm -f "$FW_STATE/tcpdump.pid"
+fi
+
+# ---- 6. GitHub's published ranges, in the background --------------------------
+
+github_meta() {
+  local json cidrs n
+  if ! command -v curl > /dev/null 2>&1 || ! command -v jq > /dev/null 2>&1; then
+    fw_log "warning: curl or jq not found; GitHub IP ranges not added"
+    return 0
+  fi
+  if ! json="$(curl -fsS --max-time 5 https://api.github.com/meta 2> "$TMP/curl.err")"; then
+    fw_log "warning: could not fetch https://api.github.com/meta ($(last_line "$TMP/curl.err")); GitHub IP ranges not added"
+    return 0
+  fi
+  if ! cidrs="$(jq -r '[(.web // [])[], (.api // [])[], (.git // [])[]] | unique | .[]
+      | select(test("^[0-9]{1,3}([.][0-9]{1,3}){3}/[0-9]{1,2}$"))' <<< "$json" 2> /dev/null)" \
+    || [ -z "$cidrs" ]; then
+    fw_log "warning: no IPv4 ranges in https://api.github.com/meta; GitHub IP ranges not added"
+    return 0
+  fi
+  n="$(wc -l <<< "$cidrs")"
+  if while IFS= read -r c; do printf 'add %s %s\n' "$FW_NET4" "$c"; done <<< "$cidrs" | ipset -exist restore 2> "$TMP/ipset-meta.err"; then
+    fw_log "added $n GitHub IPv4 ranges to $FW_NET4"
+  else
+    fw_log "warning: could not add GitHub IP ranges to $FW_NET4: $(last_line "$TMP/ipset-meta.err")"
+  fi
+}
+
+if [ "${AGENT_SANDBOX_GITHUB_META:-1}" != 0 ]; then
+  # Own temp dir: the EXIT trap removes $TMP when this script ends.
+  (
+    TMP="$(mktemp -d)"
+    trap 'rm -rf "$TMP"' EXIT
+    github_meta
+  ) < /dev/null > /dev/null 2>&1 3>&- &
+fi
+
+for f in allowlist backend upstream-resolvers dnsmasq.conf firewall.log; do
+  if [ -e "$FW_STATE/$f" ]; then chmod 0644 "$FW_STATE/$f" 2> /dev/null || true; fi
+done
+
+printf 'init-firewall: ready (%s domains, backend %s)\n' "${#FW_DOMAINS[@]}" "$BACKEND"

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# setup-engine.sh: make a container engine and the debian:trixie-slim base available.
+#
+# For CI and new machines (Debian, run as root). Idempotent:
+#   - if no engine answers, installs Debian's docker.io (and iptables, ipset) and
+#     starts dockerd in the background, writing its pid to $STATE_DIR/dockerd.pid;
+#   - if debian:trixie-slim is absent (no registry reachable), builds it with
+#     debootstrap into a cached root file system and imports it;
+#   - installs the host tools the tests drive (tmux for a real pseudo-terminal, shellcheck).
+# Usage: scripts/setup-engine.sh            (prints what it did on stderr)
+# Env:   AGENT_SANDBOX_CACHE (default /var/cache/agent-sandbox), DEBIAN_MIRROR.
+set -euo pipefail
+
+CACHE="${AGENT_SANDBOX_CACHE:-/var/cache/agent-sandbox}"
+STATE_DIR="${AGENT_SANDBOX_CI_STATE:-/tmp/agent-sandbox-ci}"
+MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+BASE_TAG="debian:trixie-slim"
+
+log() { printf 'setup-engine: %s\n' "$*" >&2; }
+abort() { printf 'setup-engine: error: %s\n' "$*" >&2; exit 1; }
+
+mkdir -p "$CACHE" "$STATE_DIR"
+apt_updated=0
+apt_install() {
+  local missing=() pkg
+  for pkg in "$@"; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+  done
+  [ "${#missing[@]}" -eq 0 ] && return 0
+  [ "$(id -u)" = 0 ] || abort "need root to install: ${missing[*]}"
+  if [ "$apt_updated" = 0 ]; then
+    apt-get update -qq >&2
+    apt_updated=1
+  fi
+  log "installing ${missing[*]}"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+}
+
+engine_up() { docker info >/dev/null 2>&1; }
+
+apt_install tmux shellcheck
+
+if ! engine_up; then
+  if ! command -v dockerd >/dev/null 2>&1; then
+    apt_install docker.io iptables ipset
+  fi
+  engine_up || {
+    log "starting dockerd"
+    nohup dockerd >"$STATE_DIR/dockerd.log" 2>&1 &
+    echo $! >"$STATE_DIR/dockerd.pid"
+    for _ in $(seq 1 120); do
+      engine_up && break
+      sleep 0.5
+    done
+    engine_up || abort "dockerd did not come up; see $STATE_DIR/dockerd.log"
+  }
+fi
+log "engine: $(docker version --format '{{.Server.Version}}' 2>/dev/null)"
+
+if ! docker image inspect "$BASE_TAG" >/dev/null 2>&1; then
+  rootfs="$CACHE/trixie-rootfs"
+  if [ ! -x "$rootfs/bin/bash" ]; then
+    apt_install debootstrap
+    log "debootstrap trixie into $rootfs"
+    rm -rf "$rootfs.tmp"
+    debootstrap --variant=minbase trixie "$rootfs.tmp" "$MIRROR" >"$STATE_DIR/debootstrap.log" 2>&1 \
+      || abort "debootstrap failed; see $STATE_DIR/debootstrap.log"
+    mv "$rootfs.tmp" "$rootfs"
+  fi
+  log "importing $BASE_TAG"
+  tar -C "$rootfs" -c . | docker import - "$BASE_TAG" >/dev/null
+fi
+log "ready"

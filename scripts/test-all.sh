@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# test-all.sh: the full test suite (what `npm test` runs): unit, bats, integration.
+#
+# Needs a running engine and agent-sandbox-base:latest for the integration
+# suite (scripts/setup-engine.sh and `agent-sandbox build-base` provide them;
+# the integration global set-up builds the base image itself if it is missing).
+# Prints one total line at the end: "N passed, N failed". Exits non-zero if any
+# test failed or a suite could not run.
+# Usage: scripts/test-all.sh [unit|bats|integration]...   (default: all three)
+set -uo pipefail
+
+cd "$(dirname "$0")/.." || exit 1
+out="$(mktemp -d)"
+trap 'rm -rf "$out"' EXIT
+suites=("$@")
+[ "${#suites[@]}" -gt 0 ] || suites=(unit bats integration)
+
+passed=0
+failed=0
+broken=0
+
+count_vitest() {
+  local file="$1"
+  if [ ! -s "$file" ]; then
+    broken=$((broken + 1))
+    return
+  fi
+  local p f
+  p=$(node -e 'const r=require(process.argv[1]);console.log(r.numPassedTests)' "$file")
+  f=$(node -e 'const r=require(process.argv[1]);console.log(r.numFailedTests + (r.numTotalTestSuites && r.testResults.filter(t=>t.status==="failed"&&t.assertionResults.length===0).length))' "$file")
+  passed=$((passed + p))
+  failed=$((failed + f))
+  printf 'suite %s: %s passed, %s failed\n' "$2" "$p" "$f"
+}
+
+for suite in "${suites[@]}"; do
+  case "$suite" in
+    unit | integration)
+      printf '\n=== %s tests ===\n' "$suite"
+      if [ "$suite" = integration ]; then
+        npm run build --silent >/dev/null || { echo "test-all: npm run build failed" >&2; broken=$((broken + 1)); continue; }
+      fi
+      npx vitest run --project "$suite" --reporter=default --reporter=json --outputFile.json="$out/$suite.json"
+      rc=$?
+      count_vitest "$out/$suite.json" "$suite"
+      [ "$rc" -eq 0 ] || [ -s "$out/$suite.json" ] || broken=$((broken + 1))
+      ;;
+    bats)
+      printf '\n=== bats tests ===\n'
+      node_modules/bats/bin/bats --recursive --formatter tap test/bats | tee "$out/bats.tap"
+      rc=${PIPESTATUS[0]}
+      p=$(grep -c '^ok ' "$out/bats.tap")
+      f=$(grep -c '^not ok ' "$out/bats.tap")
+      passed=$((passed + p))
+      failed=$((failed + f))
+      printf 'suite bats: %s passed, %s failed\n' "$p" "$f"
+      if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then broken=$((broken + 1)); fi
+      ;;
+    *)
+      echo "test-all: unknown suite: $suite (use unit, bats, integration)" >&2
+      exit 2
+      ;;
+  esac
+done
+
+[ "$broken" -eq 0 ] || echo "test-all: $broken suite(s) did not run to completion" >&2
+printf '%d passed, %d failed\n' "$passed" "$((failed + broken))"
+[ "$failed" -eq 0 ] && [ "$broken" -eq 0 ]

@@ -1,0 +1,61 @@
+/**
+ * The command layer's shared base: it builds the engine and the reporter once,
+ * and is the only place where SandboxErrors become messages and exit codes.
+ */
+import {Command, Flags, type Interfaces} from '@oclif/core'
+import type {Engine} from '../lib/engine/index.js'
+import {ExitCode, isSandboxError} from '../lib/errors.js'
+import type {Reporter} from '../lib/reporter.js'
+import {makeReporter, redact} from './output.js'
+
+export abstract class BaseCommand extends Command {
+  static override baseFlags = {
+    engine: Flags.string({
+      description: 'container engine to use (default: detected from the socket; env AGENT_SANDBOX_ENGINE)',
+      options: ['docker', 'podman'],
+      helpGroup: 'GLOBAL',
+    }),
+  }
+
+  private enginePromise?: Promise<Engine>
+  private reporterInstance?: Reporter
+  /** Values that must never be printed (tokens, secret env values). */
+  protected readonly secrets: string[] = []
+
+  protected async engine(flags?: {engine?: string}): Promise<Engine> {
+    this.enginePromise ??= import('../lib/engine/index.js').then(({connectEngine}) => connectEngine({engine: flags?.engine}))
+    return this.enginePromise
+  }
+
+  protected get reporter(): Reporter {
+    this.reporterInstance ??= makeReporter(() => this.secrets)
+    return this.reporterInstance
+  }
+
+  /** Print a result on stdout, with secrets masked. */
+  protected out(text: string): void {
+    process.stdout.write(`${redact(text, this.secrets)}\n`)
+  }
+
+  protected outJson(value: unknown): void {
+    this.out(JSON.stringify(value, null, 2))
+  }
+
+  protected override async catch(error: Interfaces.CommandError): Promise<unknown> {
+    if (isSandboxError(error)) {
+      const hint = error.hint ? ` (hint: ${error.hint})` : ''
+      process.stderr.write(`agent-sandbox: error: ${redact(error.message, this.secrets)}${redact(hint, this.secrets)}\n`)
+      if (process.env.AGENT_SANDBOX_DEBUG && error.cause) console.error(error.cause)
+      return this.exit(error.exitCode)
+    }
+    const code = (error as {oclif?: {exit?: number}}).oclif?.exit
+    if (code !== undefined && code !== ExitCode.usage) return super.catch(error)
+    if (code === ExitCode.usage || /Unexpected argument|Nonexistent flag|Missing required|Expected --|flag value/.test(error.message)) {
+      process.stderr.write(`agent-sandbox: error: ${error.message.split('\n')[0]} (hint: see --help)\n`)
+      return this.exit(ExitCode.usage)
+    }
+    process.stderr.write(`agent-sandbox: error: ${redact(error.message, this.secrets)}\n`)
+    if (process.env.AGENT_SANDBOX_DEBUG) console.error(error)
+    return this.exit(ExitCode.failure)
+  }
+}

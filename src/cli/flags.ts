@@ -1,0 +1,13 @@
+/** Arguments and flags shared by several commands. */
+import {Args, Flags} from '@oclif/core'
+
+export const pathArg = Args.string({name: 'path', description: 'workspace directory (default: the current directory)', required: false})
+
+export const baseTagFlag = Flags.string({description: 'tag of agent-sandbox-base to build on (default: config baseTag, else latest)'})
+
+export const branchFlag = Flags.string({description: 'work on a git worktree of this branch in the repo-shelf (branch mode)'})
+
+export const networkFlag = Flags.string({
+  description: 'network mode: firewall (default-deny allowlist), none (no network), open (unfiltered, loudly warned)',
+  options: ['firewall', 'none', 'open'],
+})

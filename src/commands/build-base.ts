@@ -1,0 +1,44 @@
+import {Flags} from '@oclif/core'
+import {BaseCommand} from '../cli/base.js'
+import {buildBase, caCertPathsFromEnv, defaultToolVersions} from '../lib/images.js'
+
+export default class BuildBase extends BaseCommand {
+  static override summary = 'Build the shared base image agent-sandbox-base:<tag>.'
+  static override description =
+    'Tool versions given as `latest` (or a range) are resolved to concrete npm versions first, so that layers cache. Build output streams to stderr.'
+  static override examples = [
+    '<%= config.bin %> build-base',
+    '<%= config.bin %> build-base --tag 2026-11-22 --claude-code-version 2.1.0 --codex-version latest',
+    '<%= config.bin %> build-base --ca-cert /etc/ssl/certs/ca-certificates.crt',
+  ]
+  static override flags = {
+    'ast-grep-version': Flags.string({description: 'version of @ast-grep/cli (default: the Dockerfile default, resolved)'}),
+    'base-image': Flags.string({description: 'the image to build FROM', default: 'debian:trixie-slim'}),
+    'ca-cert': Flags.string({description: 'PEM certificate or bundle to trust inside the image (repeatable; env AGENT_SANDBOX_CA_CERTS)', multiple: true}),
+    'claude-code-version': Flags.string({description: 'version of @anthropic-ai/claude-code'}),
+    'codex-version': Flags.string({description: 'version of @openai/codex'}),
+    'git-delta-version': Flags.string({description: 'git-delta: "debian" (Debian package, no download) or a release to download from GitHub'}),
+    json: Flags.boolean({description: 'print the result as JSON'}),
+    tag: Flags.string({description: 'tag of the base image', default: 'latest'}),
+  }
+
+  async run(): Promise<void> {
+    const {flags} = await this.parse(BuildBase)
+    const defaults = defaultToolVersions()
+    const engine = await this.engine(flags)
+    const result = await buildBase(engine, {
+      tag: flags.tag,
+      baseImage: flags['base-image'],
+      versions: {
+        claudeCode: flags['claude-code-version'] ?? defaults.claudeCode,
+        codex: flags['codex-version'] ?? defaults.codex,
+        astGrep: flags['ast-grep-version'] ?? defaults.astGrep,
+      },
+      gitDeltaVersion: flags['git-delta-version'] ?? defaults.gitDelta,
+      caCertPaths: [...caCertPathsFromEnv(process.env), ...(flags['ca-cert'] ?? [])],
+      reporter: this.reporter,
+    })
+    if (flags.json) this.outJson(result)
+    else this.out(`${result.image} (claude-code ${result.versions.claudeCode}, codex ${result.versions.codex}, ast-grep ${result.versions.astGrep}, git-delta ${result.versions.gitDelta})`)
+  }
+}

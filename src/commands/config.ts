@@ -1,0 +1,30 @@
+import {Flags} from '@oclif/core'
+import {BaseCommand} from '../cli/base.js'
+import {pathArg} from '../cli/flags.js'
+import {loadSettings} from '../lib/config/load.js'
+import {looksSecret} from '../lib/spec.js'
+import {resolveWorkspace} from '../lib/workspace.js'
+
+export default class Config extends BaseCommand {
+  static override summary = 'Print the effective settings and where each value came from.'
+  static override description =
+    'Layers, highest first: flags, AGENT_SANDBOX_* environment variables, .agent-sandbox/config.json, ~/.config/agent-sandbox/config.json, defaults.'
+  static override examples = ['<%= config.bin %> config', '<%= config.bin %> config ~/src/app --json']
+  static override args = {path: pathArg}
+  static override flags = {json: Flags.boolean({description: 'print as JSON'})}
+
+  async run(): Promise<void> {
+    const {args, flags} = await this.parse(Config)
+    const ws = resolveWorkspace(args.path)
+    const loaded = loadSettings({workspacePath: ws.path})
+    const settings = {
+      ...loaded.settings,
+      env: Object.fromEntries(Object.entries(loaded.settings.env).map(([k, v]) => [k, looksSecret(k) ? '***' : v])),
+    }
+    if (flags.json) return this.outJson({settings, sources: loaded.sources, files: loaded.files})
+    for (const [key, value] of Object.entries(settings)) {
+      this.out(`${key.padEnd(18)} ${JSON.stringify(value)}  (${loaded.sources[key as keyof typeof loaded.sources].join(', ')})`)
+    }
+    this.out(`\nworkspace config: ${loaded.files.workspace}\nuser config:      ${loaded.files.user}`)
+  }
+}

@@ -1,0 +1,32 @@
+import {Flags} from '@oclif/core'
+import {BaseCommand} from '../cli/base.js'
+import {baseTagFlag, branchFlag, networkFlag, pathArg} from '../cli/flags.js'
+import type {NetworkMode} from '../lib/config/schema.js'
+import {execInSandbox} from '../lib/session.js'
+import {resolveWorkspace} from '../lib/workspace.js'
+
+export default class Shell extends BaseCommand {
+  static override summary = 'Open an interactive login shell as node in the sandbox (the default command).'
+  static override examples = ['<%= config.bin %>', '<%= config.bin %> shell ~/src/app', '<%= config.bin %> shell --branch feat']
+  static override args = {path: pathArg}
+  static override flags = {
+    'base-tag': baseTagFlag,
+    branch: branchFlag,
+    build: Flags.boolean({description: 'build the image if it is missing'}),
+    network: networkFlag,
+  }
+
+  async run(): Promise<void> {
+    const {args, flags} = await this.parse(Shell)
+    const ws = resolveWorkspace(args.path)
+    const engine = await this.engine(flags)
+    const code = await execInSandbox({engine, reporter: this.reporter}, ws, ['bash', '-l'], {
+      branch: flags.branch,
+      baseTag: flags['base-tag'],
+      build: flags.build,
+      network: flags.network as NetworkMode | undefined,
+      interactive: true,
+    })
+    this.exit(code)
+  }
+}

@@ -1,0 +1,23 @@
+import {BaseCommand} from '../cli/base.js'
+import {branchFlag, networkFlag, pathArg} from '../cli/flags.js'
+import type {NetworkMode} from '../lib/config/schema.js'
+import {prepareSandbox} from '../lib/sandbox.js'
+import {posix} from 'node:path'
+import {secretValues, toShellCommand} from '../lib/spec.js'
+import {resolveWorkspace} from '../lib/workspace.js'
+
+export default class ShowRun extends BaseCommand {
+  static override summary = 'Print the `docker run` command that `start` would use, without running it.'
+  static override description = 'Secret environment values are printed as references (`--env NAME`): export them before pasting.'
+  static override examples = ['<%= config.bin %> show-run', '<%= config.bin %> show-run ~/src/app --branch feat']
+  static override args = {path: pathArg}
+  static override flags = {branch: branchFlag, network: networkFlag}
+
+  async run(): Promise<void> {
+    const {args, flags} = await this.parse(ShowRun)
+    const ws = resolveWorkspace(args.path)
+    const {spec, placeholders} = await prepareSandbox(ws, {branch: flags.branch, network: flags.network as NetworkMode | undefined})
+    this.secrets.push(...secretValues(spec))
+    this.out(toShellCommand(spec, placeholders.map((p) => ({path: posix.join(ws.path, p.relative), kind: p.kind}))))
+  }
+}

@@ -1,0 +1,38 @@
+import {Flags} from '@oclif/core'
+import {BaseCommand} from '../cli/base.js'
+import {baseTagFlag, branchFlag, networkFlag, pathArg} from '../cli/flags.js'
+import {startSandbox} from '../lib/sandbox.js'
+import {resolveWorkspace} from '../lib/workspace.js'
+import type {NetworkMode} from '../lib/config/schema.js'
+
+export default class Start extends BaseCommand {
+  static override summary = "Start the workspace's sandbox and wait until it is ready (firewall in place)."
+  static override examples = ['<%= config.bin %> start', '<%= config.bin %> start ~/src/app --build', '<%= config.bin %> start --allow-domain api.example.com']
+  static override args = {path: pathArg}
+  static override flags = {
+    'allow-domain': Flags.string({description: 'also allow this domain (repeatable; *.example.com for subdomains)', multiple: true}),
+    'base-tag': baseTagFlag,
+    branch: branchFlag,
+    build: Flags.boolean({description: 'build the image if it is missing'}),
+    json: Flags.boolean({description: 'print the result as JSON'}),
+    network: networkFlag,
+  }
+
+  async run(): Promise<void> {
+    const {args, flags} = await this.parse(Start)
+    const ws = resolveWorkspace(args.path)
+    const engine = await this.engine(flags)
+    const result = await startSandbox({engine, reporter: this.reporter}, ws, {
+      branch: flags.branch,
+      baseTag: flags['base-tag'],
+      build: flags.build,
+      network: flags.network as NetworkMode | undefined,
+      allowDomains: flags['allow-domain'],
+    })
+    if (result.container.labels['dev.agent-sandbox.network'] === 'open') {
+      this.reporter.warn('network mode "open": egress from this sandbox is NOT filtered')
+    }
+    if (flags.json) this.outJson({name: result.name, action: result.action, id: result.container.id, workdir: result.container.workdir})
+    else this.out(`${result.name} ${result.action === 'running' ? 'already running' : result.action}`)
+  }
+}

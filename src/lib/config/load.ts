@@ -1,0 +1,146 @@
+/**
+ * The one settings loader. Layers, highest first: flags, AGENT_SANDBOX_*
+ * environment variables, the workspace's .agent-sandbox/config.json, the
+ * user's ~/.config/agent-sandbox/config.json, defaults. Scalars come from the
+ * highest layer that sets them; lists are concatenated and de-duplicated and
+ * `env` maps are merged, so a workspace adds to what the user set.
+ */
+import {readFileSync} from 'node:fs'
+import {homedir} from 'node:os'
+import {join} from 'node:path'
+import type {ZodError} from 'zod'
+import {ConfigError} from '../errors.js'
+import {ConfigFileSchema, DEFAULTS, type ConfigFile, type Settings} from './schema.js'
+
+export type Source = 'flag' | 'env' | 'workspace' | 'user' | 'default'
+
+export interface LoadedSettings {
+  settings: Settings
+  /** Where each top-level key's value came from (for lists: every layer that added to it). */
+  sources: Record<keyof Settings, Source[]>
+  files: {workspace: string; user: string}
+}
+
+export function workspaceConfigPath(workspacePath: string): string {
+  return join(workspacePath, '.agent-sandbox', 'config.json')
+}
+
+export function userConfigPath(env: NodeJS.ProcessEnv = process.env): string {
+  const base = env.XDG_CONFIG_HOME || join(env.HOME || homedir(), '.config')
+  return join(base, 'agent-sandbox', 'config.json')
+}
+
+/** Read and validate one config file; a missing file is an empty layer. */
+export function readConfigFile(path: string): ConfigFile | undefined {
+  let text: string
+  try {
+    text = readFileSync(path, 'utf8')
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined
+    throw new ConfigError(`cannot read ${path}: ${(error as Error).message}`, {cause: error})
+  }
+  return parseConfigText(text, path)
+}
+
+export function parseConfigText(text: string, path: string): ConfigFile {
+  let json: unknown
+  try {
+    json = JSON.parse(text)
+  } catch (error) {
+    throw new ConfigError(`${path}: not valid JSON: ${(error as Error).message}`, {
+      cause: error,
+      hint: 'fix the JSON syntax (a trailing comma or a missing quote is the usual cause)',
+    })
+  }
+  const parsed = ConfigFileSchema.safeParse(json)
+  if (!parsed.success) throw configErrorFrom(parsed.error, path)
+  return parsed.data
+}
+
+function configErrorFrom(error: ZodError, path: string): ConfigError {
+  const issue = error.issues[0]
+  const field = issue.path.length ? issue.path.join('.') : '(top level)'
+  let message = issue.message
+  if (issue.code === 'unrecognized_keys') message = `unknown field${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}`
+  return new ConfigError(`${path}: field "${field}": ${message}`, {hint: 'see docs/configuration.md for the fields and their types'})
+}
+
+/** Settings from AGENT_SANDBOX_* variables, validated like a config file. */
+export function envLayer(env: NodeJS.ProcessEnv): ConfigFile {
+  const raw: Record<string, unknown> = {}
+  const list = (value: string) =>
+    value
+      .split(/[,\s]+/)
+      .map((v) => v.trim())
+      .filter(Boolean)
+  if (env.AGENT_SANDBOX_BASE_TAG) raw.baseTag = env.AGENT_SANDBOX_BASE_TAG
+  if (env.AGENT_SANDBOX_NETWORK) raw.network = env.AGENT_SANDBOX_NETWORK
+  if (env.AGENT_SANDBOX_DOCKER_NETWORK) raw.dockerNetwork = env.AGENT_SANDBOX_DOCKER_NETWORK
+  if (env.AGENT_SANDBOX_ALLOW_DOMAINS) raw.allowDomains = list(env.AGENT_SANDBOX_ALLOW_DOMAINS)
+  if (env.AGENT_SANDBOX_PROTECTED_PATHS) raw.protectedPaths = list(env.AGENT_SANDBOX_PROTECTED_PATHS)
+  const limits: Record<string, unknown> = {}
+  if (env.AGENT_SANDBOX_MEMORY) limits.memory = env.AGENT_SANDBOX_MEMORY
+  if (env.AGENT_SANDBOX_CPUS) limits.cpus = Number(env.AGENT_SANDBOX_CPUS)
+  if (env.AGENT_SANDBOX_PIDS_LIMIT) limits.pids = Number(env.AGENT_SANDBOX_PIDS_LIMIT)
+  if (Object.keys(limits).length) raw.limits = limits
+  if (env.AGENT_SANDBOX_SHARED_AGENT_CONFIG) raw.sharedAgentConfig = !/^(0|false|no)$/i.test(env.AGENT_SANDBOX_SHARED_AGENT_CONFIG)
+  const parsed = ConfigFileSchema.safeParse(raw)
+  if (!parsed.success) throw configErrorFrom(parsed.error, 'environment (AGENT_SANDBOX_*)')
+  return parsed.data
+}
+
+export interface LoadOptions {
+  workspacePath?: string
+  flags?: ConfigFile
+  env?: NodeJS.ProcessEnv
+}
+
+export function loadSettings(options: LoadOptions = {}): LoadedSettings {
+  const env = options.env ?? process.env
+  const files = {
+    workspace: options.workspacePath ? workspaceConfigPath(options.workspacePath) : '',
+    user: userConfigPath(env),
+  }
+  const layers: Array<[Source, ConfigFile | undefined]> = [
+    ['default', DEFAULTS],
+    ['user', readConfigFile(files.user)],
+    ['workspace', files.workspace ? readConfigFile(files.workspace) : undefined],
+    ['env', envLayer(env)],
+    ['flag', options.flags],
+  ]
+  return mergeLayers(layers, files)
+}
+
+const LIST_KEYS = ['protectedPaths', 'secretEnv', 'ports', 'allowDomains'] as const
+const SCALAR_KEYS = ['baseTag', 'network', 'dockerNetwork', 'sharedAgentConfig'] as const
+
+/** Pure merge of layers given lowest first. */
+export function mergeLayers(layers: Array<[Source, ConfigFile | undefined]>, files = {workspace: '', user: ''}): LoadedSettings {
+  const settings: Settings = structuredClone(DEFAULTS)
+  const sources = Object.fromEntries(Object.keys(DEFAULTS).map((k) => [k, ['default']])) as Record<keyof Settings, Source[]>
+  for (const [source, layer] of layers) {
+    if (!layer || source === 'default') continue
+    for (const key of SCALAR_KEYS) {
+      if (layer[key] !== undefined) {
+        ;(settings as unknown as Record<string, unknown>)[key] = layer[key]
+        sources[key] = [source]
+      }
+    }
+    for (const key of LIST_KEYS) {
+      const value = layer[key]
+      if (value?.length) {
+        settings[key] = [...new Set([...settings[key], ...value])]
+        sources[key] = sources[key][0] === 'default' ? [source] : [...sources[key], source]
+      }
+    }
+    if (layer.env && Object.keys(layer.env).length) {
+      settings.env = {...settings.env, ...layer.env}
+      sources.env = sources.env[0] === 'default' ? [source] : [...sources.env, source]
+    }
+    if (layer.limits && Object.keys(layer.limits).length) {
+      settings.limits = {...settings.limits, ...layer.limits}
+      sources.limits = sources.limits[0] === 'default' ? [source] : [...sources.limits, source]
+    }
+  }
+  return {settings, sources, files}
+}

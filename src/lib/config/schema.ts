@@ -1,0 +1,74 @@
+/** The settings a workspace or user config file may hold, validated with zod. */
+import {z} from 'zod'
+
+const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be a valid environment variable name')
+const domain = z
+  .string()
+  .regex(/^(\*\.)?([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)*[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/, 'must be a host name such as example.com or *.example.com')
+const relPath = z
+  .string()
+  .min(1)
+  .refine((p) => !p.startsWith('/') && !p.split('/').includes('..'), 'must be a path inside the workspace, without ".."')
+const port = z
+  .string()
+  .regex(/^((\d{1,3}(\.\d{1,3}){3}|\[[0-9a-fA-F:]+\]):\d{1,5}:\d{1,5}|(\d{1,5}:)?\d{1,5})(\/(tcp|udp))?$/, 'must look like 3000, 8080:3000 or 127.0.0.1:8080:3000')
+const size = z.string().regex(/^\d+(\.\d+)?[bkmgBKMG]?$/, 'must be a size such as 512m or 4g')
+
+export const NetworkMode = z.enum(['firewall', 'none', 'open'])
+export type NetworkMode = z.infer<typeof NetworkMode>
+
+export const LimitsSchema = z
+  .object({
+    memory: size.optional(),
+    cpus: z.number().positive().max(1024).optional(),
+    pids: z.number().int().min(16).max(4_194_304).optional(),
+  })
+  .strict()
+
+export const ConfigFileSchema = z
+  .object({
+    $schema: z.string().optional(),
+    baseTag: z.string().regex(/^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/, 'must be a valid image tag').optional(),
+    protectedPaths: z.array(relPath).optional(),
+    env: z.record(envName, z.string()).optional(),
+    secretEnv: z.array(envName).optional(),
+    ports: z.array(port).optional(),
+    allowDomains: z.array(domain).optional(),
+    network: NetworkMode.optional(),
+    dockerNetwork: z.string().min(1).optional(),
+    limits: LimitsSchema.optional(),
+    sharedAgentConfig: z.boolean().optional(),
+  })
+  .strict()
+
+export type ConfigFile = z.infer<typeof ConfigFileSchema>
+
+export const DEFAULT_PROTECTED_PATHS = ['.git/hooks', '.git/config', '.husky', '.agent-sandbox', '.agent-precommit/user-context.json']
+
+export interface Settings {
+  baseTag: string
+  protectedPaths: string[]
+  env: Record<string, string>
+  secretEnv: string[]
+  ports: string[]
+  allowDomains: string[]
+  network: NetworkMode
+  dockerNetwork: string
+  limits: {memory?: string; cpus?: number; pids?: number}
+  sharedAgentConfig: boolean
+}
+
+export const DEFAULTS: Settings = {
+  baseTag: 'latest',
+  protectedPaths: [],
+  env: {},
+  secretEnv: [],
+  ports: [],
+  allowDomains: [],
+  network: 'firewall',
+  dockerNetwork: 'bridge',
+  limits: {},
+  sharedAgentConfig: true,
+}
+
+export {domain as DomainSchema, size as SizeSchema, envName as EnvNameSchema}

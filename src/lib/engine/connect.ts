@@ -1,0 +1,77 @@
+/**
+ * Builds the one dockerode client for this process and classifies failures to
+ * reach it. dockerode is imported lazily so that --help and --version never load it.
+ */
+import {readFileSync} from 'node:fs'
+import type Dockerode from 'dockerode'
+import {EngineError} from '../errors.js'
+import type {Endpoint} from './endpoint.js'
+
+export async function createDockerode(endpoint: Endpoint): Promise<Dockerode> {
+  const {default: Docker} = await import('dockerode')
+  switch (endpoint.kind) {
+    case 'socket':
+    case 'pipe':
+      return new Docker({socketPath: endpoint.socketPath})
+    case 'http':
+      return new Docker({protocol: endpoint.protocol, host: endpoint.host, port: endpoint.port, ...tlsOptions(endpoint)})
+    case 'ssh':
+      return new Docker({protocol: 'ssh', host: endpoint.host, port: endpoint.port, username: endpoint.username})
+  }
+}
+
+function tlsOptions(endpoint: Endpoint): {ca?: Buffer; cert?: Buffer; key?: Buffer} {
+  if (endpoint.kind !== 'http' || endpoint.protocol !== 'https') return {}
+  const certPath = process.env.DOCKER_CERT_PATH
+  if (!certPath) return {}
+  const read = (name: string) => {
+    try {
+      return readFileSync(`${certPath}/${name}`)
+    } catch {
+      return undefined
+    }
+  }
+  return {ca: read('ca.pem'), cert: read('cert.pem'), key: read('key.pem')}
+}
+
+const where = (endpoint: Endpoint) => (endpoint.kind === 'socket' || endpoint.kind === 'pipe' ? endpoint.socketPath : endpoint.dockerHost)
+
+/** Turn a low-level connection failure into a one-line EngineError with a hint. */
+export function classifyEngineError(error: unknown, endpoint: Endpoint): EngineError {
+  if (error instanceof EngineError) return error
+  const code = (error as {code?: string} | undefined)?.code
+  const at = where(endpoint)
+  switch (code) {
+    case 'ENOENT':
+      return new EngineError('socket-not-found', `no container engine socket at ${at}`, {
+        cause: error,
+        hint: 'start Docker (e.g. `sudo systemctl start docker`) or Podman (`systemctl --user start podman.socket`), or set DOCKER_HOST',
+      })
+    case 'EACCES':
+    case 'EPERM':
+      return new EngineError('permission-denied', `permission denied on the engine socket ${at}`, {
+        cause: error,
+        hint: 'add yourself to the docker group (`sudo usermod -aG docker $USER`, then log in again) or use rootless Podman',
+      })
+    case 'ECONNREFUSED':
+    case 'ECONNRESET':
+    case 'EHOSTUNREACH':
+    case 'ENOTFOUND':
+    case 'ETIMEDOUT':
+      return new EngineError('connection-refused', `the container engine at ${at} refused the connection (${code})`, {
+        cause: error,
+        hint: 'check that the engine is running (`docker info`) and that DOCKER_HOST is right',
+      })
+    default: {
+      const message = error instanceof Error ? error.message : String(error)
+      return new EngineError('unhealthy', `the container engine at ${at} is not healthy: ${firstLine(message)}`, {
+        cause: error,
+        hint: 'check `docker info`; restart the engine if it does not answer',
+      })
+    }
+  }
+}
+
+function firstLine(text: string): string {
+  return text.split('\n')[0].slice(0, 200)
+}

@@ -1,0 +1,205 @@
+/** Containers, through the engine API. */
+import type Dockerode from 'dockerode'
+import type {ContainerCreateOptions, ContainerInspectInfo} from 'dockerode'
+import {PassThrough} from 'node:stream'
+import type {ContainerInfo, ContainerSummary, ExecResult, MountSpec} from './types.js'
+
+export interface ContainerClient {
+  list(labels: Record<string, string>): Promise<ContainerSummary[]>
+  inspect(nameOrId: string): Promise<ContainerInfo | undefined>
+  create(options: ContainerCreateOptions): Promise<string>
+  start(id: string): Promise<void>
+  stop(id: string, timeoutSeconds?: number): Promise<void>
+  kill(id: string): Promise<void>
+  remove(id: string, options?: {force?: boolean}): Promise<void>
+  wait(id: string): Promise<number>
+  logs(id: string, tail?: number): Promise<string>
+  /** Run a short command and collect its output (readiness checks, helpers). */
+  exec(id: string, cmd: string[], options?: ExecOptions): Promise<ExecResult>
+}
+
+export interface ExecOptions {
+  user?: string
+  workdir?: string
+  env?: string[]
+  stdin?: string
+}
+
+export function labelFilters(labels: Record<string, string>): string[] {
+  return Object.entries(labels).map(([k, v]) => (v === '' ? k : `${k}=${v}`))
+}
+
+export class DockerodeContainers implements ContainerClient {
+  constructor(private readonly docker: Dockerode) {}
+
+  async list(labels: Record<string, string>): Promise<ContainerSummary[]> {
+    const rows = await this.docker.listContainers({all: true, filters: {label: labelFilters(labels)}})
+    return rows.map((row) => ({
+      id: row.Id,
+      name: (row.Names[0] ?? '').replace(/^\//, ''),
+      image: row.Image,
+      state: row.State,
+      status: row.Status,
+      labels: row.Labels ?? {},
+    }))
+  }
+
+  async inspect(nameOrId: string): Promise<ContainerInfo | undefined> {
+    try {
+      return toContainerInfo(await this.docker.getContainer(nameOrId).inspect())
+    } catch (error) {
+      if (isNotFound(error)) return undefined
+      throw error
+    }
+  }
+
+  async create(options: ContainerCreateOptions): Promise<string> {
+    const container = await this.docker.createContainer(options)
+    return container.id
+  }
+
+  async start(id: string): Promise<void> {
+    try {
+      await this.docker.getContainer(id).start()
+    } catch (error) {
+      if ((error as {statusCode?: number}).statusCode === 304) return // already started
+      throw error
+    }
+  }
+
+  async stop(id: string, timeoutSeconds = 3): Promise<void> {
+    try {
+      await this.docker.getContainer(id).stop({t: timeoutSeconds})
+    } catch (error) {
+      if ((error as {statusCode?: number}).statusCode === 304) return // already stopped
+      throw error
+    }
+  }
+
+  async kill(id: string): Promise<void> {
+    try {
+      await this.docker.getContainer(id).kill()
+    } catch (error) {
+      const status = (error as {statusCode?: number}).statusCode
+      if (status === 409 || status === 304 || isNotFound(error)) return
+      throw error
+    }
+  }
+
+  async remove(id: string, options: {force?: boolean} = {}): Promise<void> {
+    try {
+      await this.docker.getContainer(id).remove({force: options.force ?? false, v: false})
+    } catch (error) {
+      if (isNotFound(error)) return
+      throw error
+    }
+  }
+
+  async wait(id: string): Promise<number> {
+    const result = (await this.docker.getContainer(id).wait()) as {StatusCode: number}
+    return result.StatusCode
+  }
+
+  async logs(id: string, tail = 50): Promise<string> {
+    const buffer = (await this.docker.getContainer(id).logs({stdout: true, stderr: true, tail, follow: false})) as unknown as Buffer
+    return demuxToText(buffer)
+  }
+
+  async exec(id: string, cmd: string[], options: ExecOptions = {}): Promise<ExecResult> {
+    const container = this.docker.getContainer(id)
+    const exec = await container.exec({
+      Cmd: cmd,
+      User: options.user,
+      WorkingDir: options.workdir,
+      Env: options.env,
+      AttachStdout: true,
+      AttachStderr: true,
+      AttachStdin: options.stdin !== undefined,
+    })
+    const stream = await exec.start({hijack: options.stdin !== undefined, stdin: options.stdin !== undefined})
+    const stdout = new PassThrough()
+    const stderr = new PassThrough()
+    const out: Buffer[] = []
+    const err: Buffer[] = []
+    stdout.on('data', (c: Buffer) => out.push(c))
+    stderr.on('data', (c: Buffer) => err.push(c))
+    this.docker.modem.demuxStream(stream, stdout, stderr)
+    if (options.stdin !== undefined) stream.end(options.stdin)
+    await new Promise<void>((resolve, reject) => {
+      stream.on('end', resolve)
+      stream.on('close', resolve)
+      stream.on('error', reject)
+    })
+    const info = await exec.inspect()
+    return {exitCode: info.ExitCode ?? -1, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8')}
+  }
+}
+
+export function isNotFound(error: unknown): boolean {
+  return (error as {statusCode?: number} | undefined)?.statusCode === 404
+}
+
+/** Logs of a non-TTY container come framed (8-byte headers); strip the frames. */
+export function demuxToText(buffer: Buffer): string {
+  const parts: Buffer[] = []
+  let offset = 0
+  while (offset + 8 <= buffer.length) {
+    const type = buffer[offset]
+    const size = buffer.readUInt32BE(offset + 4)
+    if (type > 2 || buffer[offset + 1] !== 0 || offset + 8 + size > buffer.length) {
+      return buffer.toString('utf8') // not framed after all
+    }
+    parts.push(buffer.subarray(offset + 8, offset + 8 + size))
+    offset += 8 + size
+  }
+  if (offset !== buffer.length) return buffer.toString('utf8')
+  return Buffer.concat(parts).toString('utf8')
+}
+
+export function toContainerInfo(raw: ContainerInspectInfo): ContainerInfo {
+  const host = raw.HostConfig as ContainerInspectInfo['HostConfig'] & {
+    CapAdd?: string[] | null
+    CapDrop?: string[] | null
+    SecurityOpt?: string[] | null
+    NanoCpus?: number
+    PidsLimit?: number | null
+    Memory?: number
+  }
+  const mounts: MountSpec[] = (raw.Mounts ?? []).map((m) => ({
+    type: m.Type as MountSpec['type'],
+    source: m.Type === 'volume' ? (m.Name ?? m.Source) : m.Source,
+    target: m.Destination,
+    readOnly: !m.RW,
+  }))
+  const ports = Object.entries(host.PortBindings ?? {}).flatMap(([containerPort, bindings]) =>
+    ((bindings as Array<{HostIp?: string; HostPort?: string}> | null) ?? []).map(
+      (b) => `${b.HostIp ? `${b.HostIp}:` : ''}${b.HostPort ?? ''}:${containerPort}`,
+    ),
+  )
+  return {
+    id: raw.Id,
+    name: raw.Name.replace(/^\//, ''),
+    image: raw.Config.Image,
+    imageId: raw.Image,
+    running: raw.State.Running,
+    status: raw.State.Status,
+    exitCode: raw.State.ExitCode,
+    oomKilled: raw.State.OOMKilled,
+    startedAt: raw.State.StartedAt,
+    finishedAt: raw.State.FinishedAt,
+    labels: raw.Config.Labels ?? {},
+    env: raw.Config.Env ?? [],
+    user: raw.Config.User ?? '',
+    workdir: raw.Config.WorkingDir ?? '',
+    mounts,
+    capAdd: host.CapAdd ?? [],
+    capDrop: host.CapDrop ?? [],
+    privileged: host.Privileged ?? false,
+    securityOpt: host.SecurityOpt ?? [],
+    networkMode: host.NetworkMode ?? '',
+    memory: host.Memory ?? 0,
+    nanoCpus: host.NanoCpus ?? 0,
+    pidsLimit: host.PidsLimit ?? 0,
+    ports,
+  }
+}

@@ -1,0 +1,51 @@
+/** Named volumes, through the engine API. */
+import type Dockerode from 'dockerode'
+import {isNotFound, labelFilters} from './containers.js'
+import type {VolumeInfo} from './types.js'
+
+export interface VolumeClient {
+  inspect(name: string): Promise<VolumeInfo | undefined>
+  ensure(name: string, labels: Record<string, string>): Promise<VolumeInfo>
+  list(labels: Record<string, string>): Promise<VolumeInfo[]>
+  remove(name: string): Promise<void>
+}
+
+export class DockerodeVolumes implements VolumeClient {
+  constructor(private readonly docker: Dockerode) {}
+
+  async inspect(name: string): Promise<VolumeInfo | undefined> {
+    try {
+      const raw = await this.docker.getVolume(name).inspect()
+      return {name: raw.Name, labels: raw.Labels ?? {}, mountpoint: raw.Mountpoint}
+    } catch (error) {
+      if (isNotFound(error)) return undefined
+      throw error
+    }
+  }
+
+  async ensure(name: string, labels: Record<string, string>): Promise<VolumeInfo> {
+    const existing = await this.inspect(name)
+    if (existing) return existing
+    // Creating an existing volume is a no-op on Docker, so a race here is harmless.
+    const raw = (await this.docker.createVolume({Name: name, Labels: labels})) as unknown as {
+      Name: string
+      Labels?: Record<string, string>
+      Mountpoint: string
+    }
+    return {name: raw.Name, labels: raw.Labels ?? labels, mountpoint: raw.Mountpoint}
+  }
+
+  async list(labels: Record<string, string>): Promise<VolumeInfo[]> {
+    const raw = await this.docker.listVolumes({filters: {label: labelFilters(labels)}})
+    return (raw.Volumes ?? []).map((v) => ({name: v.Name, labels: v.Labels ?? {}, mountpoint: v.Mountpoint}))
+  }
+
+  async remove(name: string): Promise<void> {
+    try {
+      await this.docker.getVolume(name).remove()
+    } catch (error) {
+      if (isNotFound(error)) return
+      throw error
+    }
+  }
+}

@@ -1,0 +1,99 @@
+/**
+ * Typed errors. Library code throws subclasses of SandboxError; only the
+ * command layer turns them into a one-line message, a hint and an exit code.
+ */
+
+/** Exit codes, as documented in the README. */
+export const ExitCode = {
+  failure: 1,
+  usage: 2,
+  engine: 3,
+  notInitialised: 4,
+  build: 5,
+  notReady: 6,
+  conflict: 7,
+  timeout: 124,
+  interrupted: 130,
+} as const
+
+export interface SandboxErrorOptions {
+  cause?: unknown
+  hint?: string
+}
+
+export class SandboxError extends Error {
+  readonly hint?: string
+  readonly exitCode: number = ExitCode.failure
+
+  constructor(message: string, options: SandboxErrorOptions = {}) {
+    super(message, {cause: options.cause})
+    this.name = new.target.name
+    this.hint = options.hint
+  }
+}
+
+/** Bad input from the user: a path, a flag value, a name. */
+export class UsageError extends SandboxError {
+  override readonly exitCode: number = ExitCode.usage
+}
+
+/** A config file or value that does not validate. */
+export class ConfigError extends SandboxError {
+  override readonly exitCode: number = ExitCode.usage
+}
+
+export type EngineFailure = 'socket-not-found' | 'permission-denied' | 'connection-refused' | 'unhealthy' | 'unsupported'
+
+/** The container engine cannot be reached or does not answer. */
+export class EngineError extends SandboxError {
+  override readonly exitCode: number = ExitCode.engine
+  readonly kind: EngineFailure
+
+  constructor(kind: EngineFailure, message: string, options: SandboxErrorOptions = {}) {
+    super(message, options)
+    this.kind = kind
+  }
+}
+
+/** The workspace has no .agent-sandbox/, or an image it needs is missing. */
+export class NotInitialisedError extends SandboxError {
+  override readonly exitCode: number = ExitCode.notInitialised
+}
+
+export class ImageMissingError extends SandboxError {
+  override readonly exitCode: number = ExitCode.notInitialised
+}
+
+/** An image build failed; the message carries the engine's own error. */
+export class BuildError extends SandboxError {
+  override readonly exitCode: number = ExitCode.build
+}
+
+/** The container did not become ready (firewall or set-up failed). */
+export class NotReadyError extends SandboxError {
+  override readonly exitCode: number = ExitCode.notReady
+}
+
+/** Something already exists (e.g. .agent-sandbox/ without --force). */
+export class ConflictError extends SandboxError {
+  override readonly exitCode: number = ExitCode.conflict
+}
+
+/** A subprocess failed: carries the command, its exit code and stderr. */
+export class CommandFailedError extends SandboxError {
+  readonly command: string
+  readonly code: number | undefined
+  readonly stderr: string
+
+  constructor(command: string, code: number | undefined, stderr: string, options: SandboxErrorOptions = {}) {
+    const last = stderr.trim().split('\n').filter(Boolean).pop() ?? ''
+    super(`${command} failed${code === undefined ? '' : ` (exit ${code})`}${last ? `: ${last}` : ''}`, options)
+    this.command = command
+    this.code = code
+    this.stderr = stderr
+  }
+}
+
+export function isSandboxError(error: unknown): error is SandboxError {
+  return error instanceof SandboxError
+}

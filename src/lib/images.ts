@@ -1,0 +1,220 @@
+/**
+ * build-base and build: version resolution, CA certificates, and streamed
+ * builds through the engine CLI.
+ */
+import {cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {baseImageDir} from './assets.js'
+import type {Engine} from './engine/index.js'
+import {BuildError, CommandFailedError, ImageMissingError, UsageError} from './errors.js'
+import {run} from './proc.js'
+import {silentReporter, type Reporter} from './reporter.js'
+import {Labels, Names, type Workspace} from './workspace.js'
+
+export const TOOLS = {
+  claudeCode: {pkg: '@anthropic-ai/claude-code', arg: 'CLAUDE_CODE_VERSION'},
+  codex: {pkg: '@openai/codex', arg: 'CODEX_VERSION'},
+  astGrep: {pkg: '@ast-grep/cli', arg: 'AST_GREP_VERSION'},
+} as const
+export type Tool = keyof typeof TOOLS
+export type ToolVersions = Record<Tool, string>
+
+/** Answers "which concrete version does this npm spec mean?". */
+export interface RegistryClient {
+  resolve(pkg: string, spec: string): Promise<string>
+}
+
+/** Asks the user's own npm (their registry, proxy and CA settings apply). */
+export const npmRegistry: RegistryClient = {
+  async resolve(pkg, spec) {
+    let result
+    try {
+      result = await run('npm', ['view', `${pkg}@${spec}`, 'version', '--json'], {timeoutMs: 60_000})
+    } catch (error) {
+      const detail = error instanceof CommandFailedError ? error.message : String(error)
+      throw new BuildError(`cannot resolve ${pkg}@${spec} from the npm registry: ${detail}`, {
+        cause: error,
+        hint: 'check your network or npm registry settings, or pass a concrete version (e.g. --codex-version 0.1.0)',
+      })
+    }
+    const parsed = JSON.parse(result.stdout || 'null') as string | string[] | null
+    const version = Array.isArray(parsed) ? parsed.at(-1) : parsed
+    if (!version) throw new BuildError(`no version of ${pkg} matches ${spec}`, {hint: 'pass an existing version'})
+    return version
+  },
+}
+
+const CONCRETE = /^\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?$/
+
+export function isConcreteVersion(version: string): boolean {
+  return CONCRETE.test(version)
+}
+
+/** Resolve every non-concrete version (e.g. `latest`, `^2`) at once, so that build args are stable and layers cache. */
+export async function resolveVersions(requested: ToolVersions, registry: RegistryClient): Promise<ToolVersions> {
+  const entries = await Promise.all(
+    (Object.keys(TOOLS) as Tool[]).map(async (tool) => {
+      const spec = requested[tool].trim()
+      if (!/^[0-9A-Za-z.^~<>=*|+ -]+$/.test(spec)) throw new UsageError(`invalid version for ${TOOLS[tool].pkg}: ${JSON.stringify(spec)}`)
+      return [tool, isConcreteVersion(spec) ? spec : await registry.resolve(TOOLS[tool].pkg, spec)] as const
+    }),
+  )
+  return Object.fromEntries(entries) as ToolVersions
+}
+
+/** `ARG NAME=value` defaults of a Dockerfile. */
+export function parseArgDefaults(dockerfile: string): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const line of dockerfile.split('\n')) {
+    const match = /^\s*ARG\s+([A-Za-z_][A-Za-z0-9_]*)=(\S+)\s*$/.exec(line)
+    if (match) out[match[1]] = match[2]
+  }
+  return out
+}
+
+export function defaultToolVersions(): ToolVersions & {gitDelta: string} {
+  const defaults = parseArgDefaults(readFileSync(join(baseImageDir, 'Dockerfile'), 'utf8'))
+  return {
+    claudeCode: defaults.CLAUDE_CODE_VERSION ?? 'latest',
+    codex: defaults.CODEX_VERSION ?? 'latest',
+    astGrep: defaults.AST_GREP_VERSION ?? 'latest',
+    gitDelta: defaults.GIT_DELTA_VERSION ?? 'debian',
+  }
+}
+
+const PEM_BLOCK = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g
+
+/** Split PEM files (single certificates or bundles) into individual certificates. */
+export function splitPem(text: string): string[] {
+  return [...text.matchAll(PEM_BLOCK)].map((m) => `${m[0].replace(/\r\n/g, '\n')}\n`)
+}
+
+export function readCaCerts(paths: string[]): string[] {
+  const certs: string[] = []
+  for (const path of paths) {
+    let text: string
+    try {
+      text = readFileSync(path, 'utf8')
+    } catch {
+      throw new UsageError(`CA certificate file not found or unreadable: ${path}`, {hint: 'pass a PEM file, e.g. --ca-cert /etc/ssl/certs/ca-certificates.crt'})
+    }
+    const found = splitPem(text)
+    if (found.length === 0) throw new UsageError(`no PEM certificate in ${path}`, {hint: 'pass a PEM-encoded certificate or bundle'})
+    certs.push(...found)
+  }
+  return [...new Set(certs)]
+}
+
+export function caCertPathsFromEnv(env: NodeJS.ProcessEnv): string[] {
+  return (env.AGENT_SANDBOX_CA_CERTS ?? '')
+    .split(/[,:]/)
+    .map((p) => p.trim())
+    .filter(Boolean)
+}
+
+export interface BuildBaseOptions {
+  tag: string
+  versions: ToolVersions
+  gitDeltaVersion: string
+  caCertPaths: string[]
+  baseImage?: string
+  registry?: RegistryClient
+  reporter?: Reporter
+}
+
+export interface BuildBaseResult {
+  image: string
+  versions: ToolVersions & {gitDelta: string}
+  caCertificates: number
+}
+
+export async function buildBase(engine: Engine, options: BuildBaseOptions): Promise<BuildBaseResult> {
+  const reporter = options.reporter ?? silentReporter
+  if (!/^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/.test(options.tag)) {
+    throw new UsageError(`invalid image tag: ${JSON.stringify(options.tag)}`, {hint: 'use letters, digits, ".", "_" and "-", e.g. --tag 2026-11-22'})
+  }
+  if (!/^(debian|\d+\.\d+\.\d+)$/.test(options.gitDeltaVersion)) {
+    throw new UsageError(`invalid git-delta version: ${JSON.stringify(options.gitDeltaVersion)}`, {hint: 'use "debian" (Debian\'s package) or a release such as 0.18.2'})
+  }
+  const certs = readCaCerts(options.caCertPaths)
+  const versions = await reporter.step('Resolving tool versions', () => resolveVersions(options.versions, options.registry ?? npmRegistry))
+  reporter.info(`claude-code ${versions.claudeCode}, codex ${versions.codex}, ast-grep ${versions.astGrep}, git-delta ${options.gitDeltaVersion}`)
+  const context = mkdtempSync(join(tmpdir(), 'agent-sandbox-base-'))
+  try {
+    for (const entry of readdirSync(baseImageDir)) {
+      if (entry !== 'ca-certificates') cpSync(join(baseImageDir, entry), join(context, entry), {recursive: true})
+    }
+    const certDir = join(context, 'ca-certificates')
+    cpSync(join(baseImageDir, 'ca-certificates'), certDir, {recursive: true})
+    certs.forEach((pem, i) => writeFileSync(join(certDir, `agent-sandbox-${String(i).padStart(3, '0')}.crt`), pem))
+    const image = Names.baseImage(options.tag)
+    const args = ['build', '--tag', image]
+    if (options.baseImage) args.push('--build-arg', `BASE_IMAGE=${options.baseImage}`)
+    for (const tool of Object.keys(TOOLS) as Tool[]) args.push('--build-arg', `${TOOLS[tool].arg}=${versions[tool]}`)
+    args.push('--build-arg', `GIT_DELTA_VERSION=${options.gitDeltaVersion}`)
+    args.push('--label', `${Labels.managed}=true`, '--label', `${Labels.kind}=base`)
+    args.push('--label', `dev.agent-sandbox.versions=${JSON.stringify({...versions, gitDelta: options.gitDeltaVersion})}`)
+    args.push(context)
+    await streamBuild(engine, args, image)
+    return {image, versions: {...versions, gitDelta: options.gitDeltaVersion}, caCertificates: certs.length}
+  } finally {
+    rmSync(context, {recursive: true, force: true})
+  }
+}
+
+/** Run a build with its output streamed to stderr; a failure carries the engine's own message. */
+async function streamBuild(engine: Engine, args: string[], image: string): Promise<void> {
+  const result = await engine.cli.run(args, {streamToStderr: true, allowFailure: true, env: {DOCKER_CLI_HINTS: 'false'}})
+  if (result.exitCode !== 0) {
+    const lines = `${result.stdout}\n${result.stderr}`.split('\n').map((l) => l.trim())
+    const reason =
+      lines.filter((l) => /error|failed|returned a non-zero code|not found|denied/i.test(l) && !/^DEPRECATED/.test(l)).pop() ??
+      lines.filter(Boolean).pop() ??
+      'unknown error'
+    throw new BuildError(`building ${image} failed: ${reason}`, {hint: 'the build output above has the details'})
+  }
+}
+
+export interface BuildRepoOptions {
+  baseTag: string
+  reporter?: Reporter
+}
+
+export function repoDockerfileDir(ws: Workspace): string {
+  return join(ws.path, '.agent-sandbox')
+}
+
+export async function ensureBaseImage(engine: Engine, baseTag: string): Promise<void> {
+  const base = Names.baseImage(baseTag)
+  if (!(await engine.images.inspect(base))) {
+    throw new ImageMissingError(`base image ${base} is missing`, {hint: `build it with: agent-sandbox build-base --tag ${baseTag}`})
+  }
+}
+
+export async function buildRepoImage(engine: Engine, ws: Workspace, options: BuildRepoOptions): Promise<string> {
+  const dir = repoDockerfileDir(ws)
+  if (!existsSync(join(dir, 'Dockerfile'))) {
+    throw new ImageMissingError(`no .agent-sandbox/Dockerfile in ${ws.path}`, {hint: `run: agent-sandbox init ${JSON.stringify(ws.path)}`})
+  }
+  await ensureBaseImage(engine, options.baseTag)
+  const image = `${Names.image(ws)}:latest`
+  const args = [
+    'build',
+    '--tag',
+    image,
+    '--build-arg',
+    `BASE_IMAGE_TAG=${options.baseTag}`,
+    '--label',
+    `${Labels.managed}=true`,
+    '--label',
+    `${Labels.kind}=repo`,
+    '--label',
+    `${Labels.workspace}=${ws.path}`,
+    '--file',
+    join(dir, 'Dockerfile'),
+    dir,
+  ]
+  await streamBuild(engine, args, image)
+  return image
+}

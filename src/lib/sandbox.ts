@@ -1,0 +1,275 @@
+/**
+ * The sandbox lifecycle: ensure (create / start / leave alone), readiness,
+ * exec, stop, rm and list. One container per workspace (and per branch).
+ */
+import {existsSync} from 'node:fs'
+import {join} from 'node:path'
+import type {ConfigFile, NetworkMode, Settings} from './config/schema.js'
+import {loadSettings} from './config/load.js'
+import type {ContainerInfo, Engine} from './engine/index.js'
+import {NotInitialisedError, NotReadyError, SandboxError} from './errors.js'
+import {hostGitIdentity} from './gitconfig.js'
+import {buildRepoImage} from './images.js'
+import {withLock} from './lock.js'
+import {createPlaceholders, fsKindOf, planProtectedPaths} from './protected.js'
+import {silentReporter, type Reporter} from './reporter.js'
+import {buildSpec, STATE_DIR, toCreateOptions, type SandboxSpec} from './spec.js'
+import {Labels, Names, sanitizeBranch, type Workspace} from './workspace.js'
+
+export interface Context {
+  engine: Engine
+  reporter?: Reporter
+  env?: NodeJS.ProcessEnv
+}
+
+export interface SandboxOptions {
+  branch?: string
+  baseTag?: string
+  network?: NetworkMode
+  allowDomains?: string[]
+  /** Settings given as flags (highest layer). */
+  flags?: ConfigFile
+}
+
+export function isInitialised(ws: Workspace): boolean {
+  return existsSync(join(ws.path, '.agent-sandbox', 'Dockerfile'))
+}
+
+export function requireInitialised(ws: Workspace): void {
+  if (!isInitialised(ws)) {
+    throw new NotInitialisedError(`${ws.path} is not set up for agent-sandbox (no .agent-sandbox/Dockerfile)`, {
+      hint: `run: agent-sandbox init ${quoteArg(ws.path)}`,
+    })
+  }
+}
+
+export function quoteArg(text: string): string {
+  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(text) ? text : `'${text.replaceAll("'", `'\\''`)}'`
+}
+
+export interface PreparedSandbox {
+  spec: SandboxSpec
+  settings: Settings
+  placeholders: Array<{relative: string; kind: 'file' | 'dir'}>
+  skipped: Array<{relative: string; reason: string}>
+}
+
+/** Everything `start` would create, computed without touching the engine or the host. */
+export async function prepareSandbox(ws: Workspace, options: SandboxOptions, env: NodeJS.ProcessEnv = process.env): Promise<PreparedSandbox> {
+  const {settings} = loadSettings({workspacePath: ws.path, flags: options.flags, env})
+  const plan = planProtectedPaths(settings.protectedPaths, fsKindOf(ws.path))
+  const secretValues = Object.fromEntries(settings.secretEnv.filter((n) => env[n] !== undefined).map((n) => [n, env[n] as string]))
+  const spec = buildSpec(ws, settings, {
+    branch: options.branch,
+    network: options.network,
+    protectedPaths: plan.mounts,
+    gitIdentity: await hostGitIdentity(),
+    secretValues,
+    extraAllowDomains: options.allowDomains,
+  })
+  return {spec, settings, placeholders: plan.placeholders, skipped: plan.skipped}
+}
+
+export interface StartResult {
+  name: string
+  action: 'created' | 'started' | 'running'
+  container: ContainerInfo
+}
+
+/** Idempotent: a running container is left alone, a stopped one is started, a missing one created. */
+export async function startSandbox(ctx: Context, ws: Workspace, options: SandboxOptions & {build?: boolean} = {}): Promise<StartResult> {
+  const reporter = ctx.reporter ?? silentReporter
+  requireInitialised(ws)
+  if (ws.uid === 0) reporter.warn(`${ws.path} is owned by root: the sandbox user (uid 1000) may not be able to write to it`)
+  const name = Names.container(ws, options.branch)
+  const lockName = `${ws.hash}-${options.branch === undefined ? 'bind' : sanitizeBranch(options.branch)}`
+  return withLock(
+    lockName,
+    async () => {
+      const existing = await ctx.engine.containers.inspect(name)
+      if (existing?.running) {
+        await waitReady(ctx, existing)
+        return {name, action: 'running' as const, container: existing}
+      }
+      const prepared = await prepareSandbox(ws, options, ctx.env)
+      for (const s of prepared.skipped) reporter.warn(`protected path ${s.relative} not mounted: ${s.reason}`)
+      if (existing) {
+        if (existing.labels['dev.agent-sandbox.spec'] === prepared.spec.labels['dev.agent-sandbox.spec']) {
+          await reporter.step(`Starting ${name}`, () => ctx.engine.containers.start(existing.id))
+          const container = await waitReady(ctx, existing)
+          return {name, action: 'started' as const, container}
+        }
+        reporter.info(`settings changed since ${name} was created; recreating it (volumes are kept)`)
+        await ctx.engine.containers.remove(existing.id, {force: true})
+      }
+      return createAndStart(ctx, ws, prepared, options)
+    },
+    ctx.env,
+  )
+}
+
+async function createAndStart(ctx: Context, ws: Workspace, prepared: PreparedSandbox, options: SandboxOptions & {build?: boolean}): Promise<StartResult> {
+  const reporter = ctx.reporter ?? silentReporter
+  const {spec, settings} = prepared
+  if (!(await ctx.engine.images.inspect(spec.image))) {
+    if (!options.build) {
+      throw new NotInitialisedError(`image ${spec.image} is missing`, {hint: `build it with: agent-sandbox build ${quoteArg(ws.path)} (or pass --build)`})
+    }
+    await buildRepoImage(ctx.engine, ws, {baseTag: options.baseTag ?? settings.baseTag, reporter})
+  }
+  await ensureVolumes(ctx, ws, spec)
+  createPlaceholders(ws.path, prepared.placeholders, ws)
+  let id: string | undefined
+  const abort = () => {
+    // Ctrl-C while creating: remove the half-made container; the next start recreates it.
+    if (id) void ctx.engine.containers.remove(id, {force: true}).finally(() => process.exit(130))
+    else process.exit(130)
+  }
+  process.once('SIGINT', abort)
+  try {
+    id = await reporter.step(`Creating ${spec.name}`, () => ctx.engine.containers.create(toCreateOptions(spec)))
+    await ctx.engine.containers.start(id)
+    const created = id
+    const container = await reporter.step('Waiting for the firewall and set-up', () => waitReady(ctx, {id: created, name: spec.name}))
+    return {name: spec.name, action: 'created', container}
+  } catch (error) {
+    if (id) {
+      const state = await ctx.engine.containers.inspect(id).catch(() => undefined)
+      // Keep a container that exists but failed set-up only long enough to read why; never leave it half-made.
+      if (state) await ctx.engine.containers.remove(id, {force: true}).catch(() => undefined)
+    }
+    throw error
+  } finally {
+    process.removeListener('SIGINT', abort)
+  }
+}
+
+async function ensureVolumes(ctx: Context, ws: Workspace, spec: SandboxSpec): Promise<void> {
+  const base = {[Labels.managed]: 'true'}
+  await Promise.all(
+    spec.mounts
+      .filter((m) => m.type === 'volume')
+      .map((m) => {
+        const shared = !m.source.includes(ws.hash)
+        const labels = shared
+          ? {...base, [Labels.volume]: 'agent-config'}
+          : {...base, [Labels.workspace]: ws.path, [Labels.hash]: ws.hash, [Labels.volume]: m.target === '/repo-shelf' ? 'shelf' : m.target === '/commandhistory' ? 'history' : 'agent-config'}
+        return ctx.engine.volumes.ensure(m.source, labels)
+      }),
+  )
+}
+
+/**
+ * Readiness is the entrypoint's own signal: `sandbox-exec true` returns once
+ * /run/agent-sandbox/ready exists, and fails with the reason if set-up failed.
+ */
+export async function waitReady(ctx: Context, container: {id: string; name: string}): Promise<ContainerInfo> {
+  let result
+  try {
+    result = await ctx.engine.containers.exec(container.id, ['/usr/local/bin/sandbox-exec', 'true'])
+  } catch (error) {
+    if (!(error instanceof SandboxError)) return failedStart(ctx, container, error)
+    throw error
+  }
+  if (result.exitCode !== 0) return failedStart(ctx, container, new Error(result.stderr.trim()))
+  const info = await ctx.engine.containers.inspect(container.id)
+  if (!info) throw new NotReadyError(`container ${container.name} disappeared while starting`)
+  return info
+}
+
+async function failedStart(ctx: Context, container: {id: string; name: string}, cause: unknown): Promise<never> {
+  const info = await ctx.engine.containers.inspect(container.id).catch(() => undefined)
+  const logs = info ? await ctx.engine.containers.logs(container.id, 20).catch(() => '') : ''
+  const reason =
+    logs
+      .split('\n')
+      .filter((l) => l.startsWith('agent-sandbox: ') && !l.includes('ready'))
+      .pop()
+      ?.replace(/^agent-sandbox: /, '') ??
+    (cause instanceof Error && cause.message ? cause.message.split('\n').pop() : undefined) ??
+    'unknown reason'
+  throw new NotReadyError(`sandbox ${container.name} did not become ready: ${reason}`, {
+    cause,
+    hint: `see the container's log: docker logs ${container.name}`,
+  })
+}
+
+export async function stopSandbox(ctx: Context, ws: Workspace, branch?: string): Promise<'stopped' | 'not-running' | 'missing'> {
+  const name = Names.container(ws, branch)
+  const info = await ctx.engine.containers.inspect(name)
+  if (!info) return 'missing'
+  if (!info.running) return 'not-running'
+  await ctx.engine.containers.stop(info.id)
+  return 'stopped'
+}
+
+export interface RemoveResult {
+  container: 'removed' | 'missing'
+  volumes: string[]
+}
+
+/** Remove the container; with `volumes`, also the workspace's own volumes (history, and the shelf when no branch sandbox remains). */
+export async function removeSandbox(ctx: Context, ws: Workspace, options: {branch?: string; volumes?: boolean} = {}): Promise<RemoveResult> {
+  const name = Names.container(ws, options.branch)
+  const info = await ctx.engine.containers.inspect(name)
+  const result: RemoveResult = {container: info ? 'removed' : 'missing', volumes: []}
+  if (info) {
+    await ctx.engine.containers.remove(info.id, {force: true})
+  }
+  if (options.volumes) {
+    const others = await ctx.engine.containers.list({[Labels.workspace]: ws.path})
+    if (others.length === 0) {
+      for (const volume of await ctx.engine.volumes.list({[Labels.hash]: ws.hash})) {
+        await ctx.engine.volumes.remove(volume.name)
+        result.volumes.push(volume.name)
+      }
+    }
+  }
+  return result
+}
+
+export interface SandboxRow {
+  name: string
+  repo: string
+  path: string
+  mode: string
+  branch: string
+  workdir: string
+  status: string
+  running: boolean
+  image: string
+  network: string
+  volumes: string[]
+  limits: Record<string, unknown>
+}
+
+/** Every sandbox, running or not, from one engine call: what a row needs is in the labels. */
+export async function listSandboxes(ctx: Context): Promise<SandboxRow[]> {
+  const rows = await ctx.engine.containers.list({[Labels.managed]: 'true', [Labels.kind]: 'sandbox'})
+  return rows
+    .map((row) => ({
+      name: row.name,
+      repo: row.labels[Labels.repo] ?? '',
+      path: row.labels[Labels.workspace] ?? '',
+      mode: row.labels[Labels.mode] ?? 'bind',
+      branch: row.labels[Labels.branch] ?? '',
+      workdir: row.labels['dev.agent-sandbox.workdir'] ?? '',
+      status: row.status,
+      running: row.state === 'running',
+      image: row.image,
+      network: row.labels['dev.agent-sandbox.network'] ?? '',
+      volumes: (row.labels[`${Labels.volume}s`] ?? '').split(',').filter(Boolean),
+      limits: safeJson(row.labels['dev.agent-sandbox.limits']),
+    }))
+    .sort((a, b) => a.path.localeCompare(b.path) || a.branch.localeCompare(b.branch))
+}
+
+function safeJson(text: string | undefined): Record<string, unknown> {
+  try {
+    return text ? (JSON.parse(text) as Record<string, unknown>) : {}
+  } catch {
+    return {}
+  }
+}
+
+export {STATE_DIR}

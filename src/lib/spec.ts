@@ -1,0 +1,306 @@
+/**
+ * The one pure description of a sandbox container. `start` turns it into an
+ * engine create call (toCreateOptions); `show-run` prints it as `docker run`
+ * argv (toDockerRunArgs). Both come from the same SandboxSpec, so they agree.
+ */
+import type {ContainerCreateOptions} from 'dockerode'
+import {createHash} from 'node:crypto'
+import {posix} from 'node:path'
+import type {NetworkMode, Settings} from './config/schema.js'
+import {Labels, Names, sanitizeBranch, workspaceLabels, type Workspace} from './workspace.js'
+import type {MountSpec} from './engine/types.js'
+
+export const STATE_DIR = '/run/agent-sandbox'
+export const SANDBOX_USER = 'node'
+export const SHELF_MOUNT = '/repo-shelf'
+
+/** Capabilities the entrypoint needs to install the firewall and renumber `node`. Nothing else. */
+export const FIREWALL_CAPS = ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'KILL', 'NET_ADMIN', 'NET_RAW', 'SETGID', 'SETUID']
+export const BASE_CAPS = ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'KILL', 'SETGID', 'SETUID']
+
+export interface EnvEntry {
+  name: string
+  value: string
+  /** Printed as a reference (`-e NAME`), never as its value. */
+  secret: boolean
+}
+
+export interface PortSpec {
+  hostIp: string
+  hostPort: string
+  containerPort: string
+  protocol: 'tcp' | 'udp'
+}
+
+export interface SandboxSpec {
+  name: string
+  image: string
+  labels: Record<string, string>
+  mounts: MountSpec[]
+  env: EnvEntry[]
+  /** The main process's user: root, for the entrypoint only. */
+  user: string
+  /** The user every agent process runs as. */
+  execUser: string
+  workdir: string
+  capAdd: string[]
+  capDrop: string[]
+  securityOpt: string[]
+  init: boolean
+  networkMode: string
+  ports: PortSpec[]
+  limits: {memoryBytes?: number; nanoCpus?: number; pids?: number}
+  cmd?: string[]
+}
+
+export interface ProtectedMount {
+  /** Path relative to the workspace root. */
+  relative: string
+}
+
+export interface SpecOptions {
+  branch?: string
+  network?: NetworkMode
+  baseTag?: string
+  image?: string
+  /** Protected paths that exist (or were given placeholders) on the host, relative to the workspace. */
+  protectedPaths: ProtectedMount[]
+  gitIdentity?: {name?: string; email?: string}
+  /** Values of `secretEnv` names, read from the host environment by the caller. */
+  secretValues?: Record<string, string>
+  extraAllowDomains?: string[]
+  /** Extra labels (e.g. kind=run). */
+  labels?: Record<string, string>
+  name?: string
+  cmd?: string[]
+}
+
+export function workspaceMountPath(ws: Workspace): string {
+  return posix.join('/workspace', ws.repoName)
+}
+
+export function workdirFor(ws: Workspace, branch?: string): string {
+  return branch === undefined ? workspaceMountPath(ws) : posix.join(SHELF_MOUNT, 'worktrees', sanitizeBranch(branch))
+}
+
+const SECRET_NAME = /(TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|API_?KEY|PRIVATE|CREDENTIAL|AUTH|COOKIE|SESSION)/i
+
+export function looksSecret(name: string): boolean {
+  return SECRET_NAME.test(name)
+}
+
+/** Parse `3000`, `8080:3000`, `127.0.0.1:8080:3000[/udp]`. Host ports bind to loopback unless an address is given. */
+export function parsePort(text: string): PortSpec {
+  const [body, proto] = text.split('/')
+  const protocol = proto === 'udp' ? 'udp' : 'tcp'
+  const ipv6 = /^\[([^\]]+)\]:(.*)$/.exec(body)
+  let rest = body
+  let hostIp = '127.0.0.1'
+  if (ipv6) {
+    hostIp = ipv6[1]
+    rest = ipv6[2]
+  }
+  const parts = rest.split(':')
+  if (parts.length === 3) {
+    hostIp = parts[0]
+    return {hostIp, hostPort: parts[1], containerPort: parts[2], protocol}
+  }
+  if (parts.length === 2) return {hostIp, hostPort: parts[0], containerPort: parts[1], protocol}
+  return {hostIp, hostPort: parts[0], containerPort: parts[0], protocol}
+}
+
+/** `4g`, `512m`, `1024` (bytes) to bytes. */
+export function parseSize(text: string): number {
+  const match = /^(\d+(?:\.\d+)?)([bkmg]?)$/i.exec(text.trim())
+  if (!match) throw new Error(`not a size: ${text}`)
+  const unit = {'': 1, b: 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3}[match[2].toLowerCase() as '' | 'b' | 'k' | 'm' | 'g']
+  return Math.round(Number(match[1]) * unit)
+}
+
+export function buildSpec(ws: Workspace, settings: Settings, options: SpecOptions): SandboxSpec {
+  const network = options.network ?? settings.network
+  const wsMount = workspaceMountPath(ws)
+  const workdir = workdirFor(ws, options.branch)
+  const shared = settings.sharedAgentConfig
+  const mounts: MountSpec[] = [
+    {type: 'bind', source: ws.path, target: wsMount, readOnly: false},
+    ...options.protectedPaths.map((p) => ({
+      type: 'bind' as const,
+      source: posix.join(ws.path, p.relative),
+      target: posix.join(wsMount, p.relative),
+      readOnly: true,
+    })),
+    {type: 'volume', source: Names.shelfVolume(ws), target: SHELF_MOUNT, readOnly: false},
+    {type: 'volume', source: Names.historyVolume(ws), target: '/commandhistory', readOnly: false},
+    {type: 'volume', source: Names.claudeVolume(ws, shared), target: '/home/node/.claude', readOnly: false},
+    {type: 'volume', source: Names.codexVolume(ws, shared), target: '/home/node/.codex', readOnly: false},
+    {type: 'tmpfs', source: '', target: STATE_DIR, readOnly: false},
+  ]
+  const ports = network === 'none' ? [] : settings.ports.map(parsePort)
+  const allowDomains = [...new Set([...settings.allowDomains, ...(options.extraAllowDomains ?? [])])]
+  const env: EnvEntry[] = [
+    {name: 'AGENT_SANDBOX_NETWORK', value: network, secret: false},
+    {name: 'AGENT_SANDBOX_WORKDIR', value: workdir, secret: false},
+    {name: 'AGENT_SANDBOX_UID', value: String(ws.uid), secret: false},
+    {name: 'AGENT_SANDBOX_GID', value: String(ws.gid), secret: false},
+  ]
+  if (allowDomains.length) env.push({name: 'AGENT_SANDBOX_ALLOW_DOMAINS', value: allowDomains.join(','), secret: false})
+  if (ports.length) {
+    env.push({name: 'AGENT_SANDBOX_INBOUND_PORTS', value: [...new Set(ports.map((p) => p.containerPort))].join(','), secret: false})
+  }
+  if (options.gitIdentity?.name) env.push({name: 'AGENT_SANDBOX_GIT_NAME', value: options.gitIdentity.name, secret: false})
+  if (options.gitIdentity?.email) env.push({name: 'AGENT_SANDBOX_GIT_EMAIL', value: options.gitIdentity.email, secret: false})
+  for (const [name, value] of Object.entries(settings.env).sort(([a], [b]) => a.localeCompare(b))) {
+    env.push({name, value, secret: looksSecret(name)})
+  }
+  for (const name of settings.secretEnv) {
+    const value = options.secretValues?.[name]
+    if (value !== undefined) env.push({name, value, secret: true})
+  }
+  const limits: SandboxSpec['limits'] = {}
+  if (settings.limits.memory) limits.memoryBytes = parseSize(settings.limits.memory)
+  if (settings.limits.cpus) limits.nanoCpus = Math.round(settings.limits.cpus * 1e9)
+  if (settings.limits.pids) limits.pids = settings.limits.pids
+  const name = options.name ?? Names.container(ws, options.branch)
+  const labels: Record<string, string> = {
+    ...workspaceLabels(ws, options.branch),
+    [Labels.kind]: 'sandbox',
+    [`${Labels.volume}s`]: mounts
+      .filter((m) => m.type === 'volume')
+      .map((m) => m.source)
+      .join(','),
+    'dev.agent-sandbox.workdir': workdir,
+    'dev.agent-sandbox.network': network,
+    'dev.agent-sandbox.limits': JSON.stringify(settings.limits),
+    ...options.labels,
+  }
+  const spec: SandboxSpec = {
+    name,
+    image: options.image ?? `${Names.image(ws)}:latest`,
+    labels,
+    mounts,
+    env,
+    user: 'root',
+    execUser: SANDBOX_USER,
+    workdir,
+    capAdd: network === 'firewall' ? FIREWALL_CAPS : BASE_CAPS,
+    capDrop: ['ALL'],
+    securityOpt: ['no-new-privileges'],
+    init: true,
+    networkMode: network === 'none' ? 'none' : settings.dockerNetwork,
+    ports,
+    limits,
+    cmd: options.cmd,
+  }
+  spec.labels['dev.agent-sandbox.spec'] = specHash(spec)
+  return spec
+}
+
+/** A stable digest of everything that shapes the container (not secret values). */
+export function specHash(spec: SandboxSpec): string {
+  const {labels, ...rest} = spec
+  const stable = {
+    ...rest,
+    env: spec.env.map((e) => `${e.name}=${e.secret ? '<secret>' : e.value}`),
+    labels: Object.fromEntries(Object.entries(labels).filter(([k]) => k !== 'dev.agent-sandbox.spec')),
+  }
+  // md5 is only a change detector here
+  return createHashHex(JSON.stringify(stable)).slice(0, 12)
+}
+
+function createHashHex(text: string): string {
+  return createHash('md5').update(text).digest('hex')
+}
+
+export function toCreateOptions(spec: SandboxSpec): ContainerCreateOptions {
+  const exposed: Record<string, object> = {}
+  const bindings: Record<string, Array<{HostIp: string; HostPort: string}>> = {}
+  for (const p of spec.ports) {
+    const key = `${p.containerPort}/${p.protocol}`
+    exposed[key] = {}
+    ;(bindings[key] ??= []).push({HostIp: p.hostIp, HostPort: p.hostPort})
+  }
+  const tmpfs = Object.fromEntries(spec.mounts.filter((m) => m.type === 'tmpfs').map((m) => [m.target, 'mode=755']))
+  return {
+    name: spec.name,
+    Image: spec.image,
+    Labels: spec.labels,
+    Env: spec.env.map((e) => `${e.name}=${e.value}`),
+    User: spec.user,
+    WorkingDir: spec.workdir,
+    Cmd: spec.cmd,
+    ExposedPorts: exposed,
+    HostConfig: {
+      Init: spec.init,
+      Mounts: spec.mounts
+        .filter((m) => m.type !== 'tmpfs')
+        .map((m) => ({Type: m.type, Source: m.source, Target: m.target, ReadOnly: m.readOnly})),
+      Tmpfs: tmpfs,
+      CapAdd: spec.capAdd,
+      CapDrop: spec.capDrop,
+      SecurityOpt: spec.securityOpt,
+      Privileged: false,
+      NetworkMode: spec.networkMode,
+      PortBindings: bindings,
+      Memory: spec.limits.memoryBytes,
+      MemorySwap: spec.limits.memoryBytes,
+      NanoCpus: spec.limits.nanoCpus,
+      PidsLimit: spec.limits.pids,
+    },
+  }
+}
+
+/** Quote for a POSIX shell: safe for spaces, quotes, `$(…)` and unicode. */
+export function shellQuote(word: string): string {
+  if (/^[A-Za-z0-9_@%+=:,./-]+$/.test(word)) return word
+  return `'${word.replaceAll("'", `'\\''`)}'`
+}
+
+/** A --mount field value, CSV-quoted when it holds a comma or a quote. */
+function mountField(key: string, value: string): string {
+  const field = `${key}=${value}`
+  return /[",]/.test(field) ? `"${field.replaceAll('"', '""')}"` : field
+}
+
+/** The spec as `docker run` argv (without the leading `docker`). Secrets appear as `-e NAME` references. */
+export function toDockerRunArgs(spec: SandboxSpec): string[] {
+  const args = ['run', '--detach', '--name', spec.name]
+  if (spec.init) args.push('--init')
+  args.push('--user', spec.user, '--workdir', spec.workdir)
+  for (const cap of spec.capDrop) args.push('--cap-drop', cap)
+  for (const cap of spec.capAdd) args.push('--cap-add', cap)
+  for (const opt of spec.securityOpt) args.push('--security-opt', opt)
+  args.push('--network', spec.networkMode)
+  for (const [k, v] of Object.entries(spec.labels).sort(([a], [b]) => a.localeCompare(b))) args.push('--label', `${k}=${v}`)
+  for (const m of spec.mounts) {
+    if (m.type === 'tmpfs') {
+      args.push('--tmpfs', `${m.target}:mode=755`)
+      continue
+    }
+    const fields = [`type=${m.type}`, mountField('source', m.source), mountField('target', m.target)]
+    if (m.readOnly) fields.push('readonly')
+    args.push('--mount', fields.join(','))
+  }
+  for (const e of spec.env) args.push('--env', e.secret ? e.name : `${e.name}=${e.value}`)
+  for (const p of spec.ports) args.push('--publish', `${p.hostIp.includes(':') ? `[${p.hostIp}]` : p.hostIp}:${p.hostPort}:${p.containerPort}/${p.protocol}`)
+  if (spec.limits.memoryBytes) args.push('--memory', `${spec.limits.memoryBytes}b`, '--memory-swap', `${spec.limits.memoryBytes}b`)
+  if (spec.limits.nanoCpus) args.push('--cpus', String(spec.limits.nanoCpus / 1e9))
+  if (spec.limits.pids) args.push('--pids-limit', String(spec.limits.pids))
+  args.push(spec.image)
+  if (spec.cmd) args.push(...spec.cmd)
+  return args
+}
+
+/**
+ * The spec as one pasteable shell command. Protected paths that do not exist
+ * yet get their placeholders first, as `start` would create them.
+ */
+export function toShellCommand(spec: SandboxSpec, placeholders: Array<{path: string; kind: 'file' | 'dir'}> = []): string {
+  const prep = placeholders.map((p) => (p.kind === 'dir' ? `mkdir -p -- ${shellQuote(p.path)}` : `touch -- ${shellQuote(p.path)}`))
+  return [...prep, ['docker', ...toDockerRunArgs(spec)].map(shellQuote).join(' ')].join(' && ')
+}
+
+/** Every value that must never be printed. */
+export function secretValues(spec: SandboxSpec): string[] {
+  return spec.env.filter((e) => e.secret && e.value.length > 0).map((e) => e.value)
+}

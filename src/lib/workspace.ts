@@ -1,0 +1,148 @@
+/**
+ * A workspace: the real path of a host directory, its MD5 and every name and
+ * label derived from them. Pure apart from `resolveWorkspace`, which stats the path.
+ */
+import {createHash} from 'node:crypto'
+import {realpathSync, statSync} from 'node:fs'
+import {basename, resolve} from 'node:path'
+import {UsageError} from './errors.js'
+
+export const LABEL_PREFIX = 'dev.agent-sandbox'
+export const Labels = {
+  managed: `${LABEL_PREFIX}.managed`,
+  workspace: `${LABEL_PREFIX}.workspace`,
+  mode: `${LABEL_PREFIX}.mode`,
+  branch: `${LABEL_PREFIX}.branch`,
+  kind: `${LABEL_PREFIX}.kind`,
+  hash: `${LABEL_PREFIX}.hash`,
+  repo: `${LABEL_PREFIX}.repo`,
+  volume: `${LABEL_PREFIX}.volume`,
+} as const
+
+export type SandboxMode = 'bind' | 'branch'
+
+export interface Workspace {
+  /** Absolute real path on the host. */
+  path: string
+  /** Directory name as it is (may hold spaces or unicode). */
+  repoName: string
+  /** repoName made safe for engine object names. */
+  repoSlug: string
+  /** MD5 of `path`. */
+  hash: string
+  /** Owner of the directory on the host (the sandbox user is renumbered to it). */
+  uid: number
+  gid: number
+}
+
+export function md5(text: string): string {
+  return createHash('md5').update(text).digest('hex')
+}
+
+/** Lower-case [a-z0-9_.-], starting with an alphanumeric; never empty. */
+export function slug(text: string, max = 40): string {
+  const cleaned = text
+    .normalize('NFKD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .toLowerCase()
+    .replace(/[^a-z0-9_.-]+/g, '-')
+    .replace(/^[^a-z0-9]+/, '')
+    .replace(/-+$/, '')
+    .slice(0, max)
+    .replace(/[^a-z0-9]+$/, '')
+  return cleaned || 'workspace'
+}
+
+export function describeWorkspace(path: string, uid = 0, gid = 0): Workspace {
+  const repoName = basename(path) || 'root'
+  return {path, repoName, repoSlug: slug(repoName), hash: md5(path), uid, gid}
+}
+
+/** Resolve a user-given path to a workspace; refuses what does not exist or is not a directory. */
+export function resolveWorkspace(input: string | undefined, cwd = process.cwd()): Workspace {
+  const given = resolve(cwd, input ?? '.')
+  let real: string
+  try {
+    real = realpathSync(given)
+  } catch {
+    throw new UsageError(`workspace path does not exist: ${given}`, {hint: 'pass the path of an existing directory'})
+  }
+  const stats = statSync(real)
+  if (!stats.isDirectory()) {
+    throw new UsageError(`workspace path is not a directory: ${real}`, {hint: 'pass the path of a directory, not a file'})
+  }
+  return describeWorkspace(real, stats.uid, stats.gid)
+}
+
+/**
+ * A branch name made safe for a directory and a container name: `/` and white
+ * space become `__`, anything else outside [A-Za-z0-9._-] becomes `-`. When
+ * that loses information, a short hash of the real name is appended, so two
+ * different branches never share a worktree or a container.
+ */
+export function sanitizeBranch(branch: string): string {
+  let safe = branch.replace(/[/\s]+/g, '__').replace(/[^A-Za-z0-9._-]/g, '-')
+  safe = safe.replace(/^[._-]+/, '')
+  const lossy = safe !== branch || /-[0-9a-f]{8}$/.test(branch) || safe.length > 60
+  safe = safe.slice(0, 60)
+  return lossy ? `${safe || 'branch'}-${md5(branch).slice(0, 8)}` : safe
+}
+
+/** Validate a branch name the way `git check-ref-format --branch` would, without running git. */
+export function validateBranch(branch: string): void {
+  const bad =
+    branch === '' ||
+    branch === '@' ||
+    branch.startsWith('-') ||
+    branch.startsWith('/') ||
+    branch.endsWith('/') ||
+    branch.endsWith('.') ||
+    branch.endsWith('.lock') ||
+    branch.includes('..') ||
+    branch.includes('//') ||
+    branch.includes('@{') ||
+    /[\x00-\x20\x7f~^:?*[\\]/.test(branch) ||
+    branch.split('/').some((part) => part.startsWith('.') || part.endsWith('.lock'))
+  if (bad) {
+    throw new UsageError(`not a valid git branch name: ${JSON.stringify(branch)}`, {
+      hint: 'see `git check-ref-format --help` for what a branch name may contain',
+    })
+  }
+}
+
+export const Names = {
+  container(ws: Workspace, branch?: string): string {
+    return branch === undefined
+      ? `agent-sandbox-${ws.repoSlug}-${ws.hash}`
+      : `agent-sandbox-${ws.repoSlug}-${sanitizeBranch(branch)}-${ws.hash}`
+  },
+  image(ws: Workspace): string {
+    return `agent-sandbox-${ws.repoSlug}-${ws.hash}`
+  },
+  historyVolume(ws: Workspace): string {
+    return `agent-sandbox-${ws.hash}-history`
+  },
+  shelfVolume(ws: Workspace): string {
+    return `agent-sbx-repo-${ws.hash}`
+  },
+  claudeVolume(ws: Workspace, shared: boolean): string {
+    return shared ? 'agent-sandbox-claude-code-config' : `agent-sandbox-${ws.hash}-claude-code-config`
+  },
+  codexVolume(ws: Workspace, shared: boolean): string {
+    return shared ? 'agent-sandbox-codex-config' : `agent-sandbox-${ws.hash}-codex-config`
+  },
+  baseImage(tag: string): string {
+    return `agent-sandbox-base:${tag}`
+  },
+}
+
+export function workspaceLabels(ws: Workspace, branch?: string): Record<string, string> {
+  return {
+    [Labels.managed]: 'true',
+    [Labels.workspace]: ws.path,
+    [Labels.hash]: ws.hash,
+    [Labels.repo]: ws.repoName,
+    [Labels.mode]: branch === undefined ? 'bind' : 'branch',
+    [Labels.branch]: branch ?? '',
+  }
+}

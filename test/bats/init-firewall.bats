@@ -1,0 +1,545 @@
+#!/usr/bin/env bats
+# base-image/init-firewall.sh with every network tool stubbed: no real
+# iptables/ipset/dnsmasq is touched. The *-restore stubs save the ruleset they are
+# fed to $TEST_TMP/rules4 / rules6 (legacy: rules4-legacy / rules6-legacy).
+
+load test_helper
+
+SCRIPT="$ROOT/base-image/init-firewall.sh"
+
+setup() {
+  common_setup
+  export AGENT_SANDBOX_LIB_DIR="$ROOT/base-image"
+  export AGENT_SANDBOX_STATE_DIR="$TEST_TMP/state"
+  export AGENT_SANDBOX_RESOLV_CONF="$TEST_TMP/resolv.conf"
+  export AGENT_SANDBOX_DEFAULT_DOMAINS_FILE="$ROOT/base-image/default-domains.txt"
+  export AGENT_SANDBOX_PERSIST_DIR="$TEST_TMP/persist"
+  export AGENT_SANDBOX_IPV6_CONF_DIR="$TEST_TMP/ipv6conf"
+  export AGENT_SANDBOX_GITHUB_META=0
+  unset AGENT_SANDBOX_ALLOW_DOMAINS AGENT_SANDBOX_INBOUND_PORTS
+  printf 'nameserver 127.0.0.11\nsearch corp.example\noptions ndots:0\n' > "$AGENT_SANDBOX_RESOLV_CONF"
+  ipv6 off
+  # Every tool the script may run is stubbed, so a test can never reach the real ones.
+  stub id 'if [ "$*" = "-u dnsmasq" ]; then echo 999; else exec /usr/bin/id "$@"; fi'
+  stub ipset 'case " $* " in *" restore "*) cat >> "$TEST_TMP/ipset-restore" ;; esac'
+  stub dnsmasq
+  stub iptables-restore 'cat > "$TEST_TMP/rules4"'
+  stub ip6tables-restore 'cat > "$TEST_TMP/rules6"'
+  stub iptables-legacy-restore 'cat > "$TEST_TMP/rules4-legacy"'
+  stub ip6tables-legacy-restore 'cat > "$TEST_TMP/rules6-legacy"'
+  stub iptables 'case "$1" in --version) echo "iptables v1.8.11 (nf_tables)" ;; -S) echo "-P OUTPUT DROP"; echo "-A OUTPUT -o lo -j ACCEPT" ;; esac'
+  stub iptables-legacy 'case "$1" in -S) echo "-P OUTPUT DROP" ;; esac'
+  stub ip6tables
+  stub ip6tables-legacy
+  stub dig 'echo ";; ->>HEADER<<- opcode: QUERY, status: NXDOMAIN, id: 4242"'
+  stub tcpdump 'exec sleep 5'
+  stub curl 'exit 7'
+}
+
+teardown() {
+  local f
+  for f in "$TEST_TMP"/state/tcpdump.pid "$TEST_TMP"/fake.pids; do
+    if [ -f "$f" ]; then kill $(cat "$f") 2> /dev/null || true; fi
+  done
+  common_teardown
+}
+
+# ipv6 on|off: whether eth0 has IPv6 (Docker leaves conf/all/disable_ipv6=1 either way).
+ipv6() {
+  mkdir -p "$AGENT_SANDBOX_IPV6_CONF_DIR"/{all,default,lo,eth0}
+  echo 1 > "$AGENT_SANDBOX_IPV6_CONF_DIR/all/disable_ipv6"
+  echo 1 > "$AGENT_SANDBOX_IPV6_CONF_DIR/default/disable_ipv6"
+  echo 0 > "$AGENT_SANDBOX_IPV6_CONF_DIR/lo/disable_ipv6"
+  if [ "$1" = on ]; then echo 0; else echo 1; fi > "$AGENT_SANDBOX_IPV6_CONF_DIR/eth0/disable_ipv6"
+}
+
+# fake NAME: a running process whose command name is NAME; prints its pid.
+fake() {
+  mkdir -p "$TEST_TMP/fake"
+  cp "$(command -v sleep)" "$TEST_TMP/fake/$1"
+  "$TEST_TMP/fake/$1" 30 < /dev/null > /dev/null 2>&1 3>&- &
+  echo $! | tee -a "$TEST_TMP/fake.pids"
+}
+
+# alive PID: a running (not zombie) process.
+alive() {
+  [ -e "/proc/$1/stat" ] && ! grep -q ') Z ' "/proc/$1/stat"
+}
+
+# line_no PATTERN FILE: line number of the first line equal to PATTERN.
+line_no() {
+  grep -nxF -- "$1" "$2" | head -n 1 | cut -d: -f1
+}
+
+assert_nothing_loaded() {
+  run grep -E '^(ipset|dnsmasq|iptables-restore|ip6tables-restore|iptables-legacy-restore|tcpdump)' "$STUB_LOG"
+  assert_failure
+  [ ! -e "$TEST_TMP/rules4" ]
+  [ ! -e "$AGENT_SANDBOX_STATE_DIR/dnsmasq.conf" ]
+}
+
+@test "loads a default-deny filter table and reports ready" {
+  run "$SCRIPT"
+  assert_success
+  assert_output --partial "init-firewall: ready (15 domains, backend nft)"
+  run cat "$TEST_TMP/rules4"
+  assert_line --index 0 '*filter'
+  assert_line ':INPUT DROP [0:0]'
+  assert_line ':FORWARD DROP [0:0]'
+  assert_line ':OUTPUT DROP [0:0]'
+  assert_line '-A OUTPUT -m set --match-set agent-sandbox-allow4 dst -j ACCEPT'
+  assert_line '-A OUTPUT -m set --match-set agent-sandbox-net4 dst -j ACCEPT'
+  assert_line '-A OUTPUT -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT'
+  assert_line '-A OUTPUT -o lo -j ACCEPT'
+  assert_line '-A INPUT -i lo -j ACCEPT'
+  # log, then reject, at the very end of OUTPUT
+  assert_line --index $((${#lines[@]} - 4)) '-A OUTPUT -m limit --limit 20/s -j NFLOG --nflog-group 42 --nflog-prefix agent-sandbox-deny'
+  assert_line --index $((${#lines[@]} - 3)) '-A OUTPUT -p tcp -j REJECT --reject-with tcp-reset'
+  assert_line --index $((${#lines[@]} - 2)) '-A OUTPUT -j REJECT --reject-with icmp-port-unreachable'
+  assert_line --index $((${#lines[@]} - 1)) 'COMMIT'
+  # INPUT also ends in REJECT
+  assert_line '-A INPUT -j REJECT --reject-with icmp-port-unreachable'
+  [ "$(cat "$AGENT_SANDBOX_STATE_DIR/backend")" = nft ]
+}
+
+@test "only the filter table is loaded (Docker's DNS DNAT in nat is left alone)" {
+  run "$SCRIPT"
+  assert_success
+  run grep -c '^\*' "$TEST_TMP/rules4"
+  assert_output 1
+  run grep -E '^iptables-restore' "$STUB_LOG"
+  assert_output 'iptables-restore'
+}
+
+@test "127.0.0.11 is reachable by the dnsmasq uid only, before loopback is allowed" {
+  run "$SCRIPT"
+  assert_success
+  local r="$TEST_TMP/rules4" accept reject lo
+  accept="$(line_no '-A OUTPUT -d 127.0.0.11 -m owner --uid-owner 999 -j ACCEPT' "$r")"
+  reject="$(line_no '-A OUTPUT -d 127.0.0.11 -j REJECT --reject-with icmp-port-unreachable' "$r")"
+  lo="$(line_no '-A OUTPUT -o lo -j ACCEPT' "$r")"
+  [ -n "$accept" ]
+  [ -n "$reject" ]
+  [ -n "$lo" ]
+  [ "$accept" -lt "$reject" ]
+  [ "$reject" -lt "$lo" ]
+  # no port match on 127.0.0.11: the nat DNAT has already changed it
+  run grep -- '-d 127.0.0.11 .*--dport' "$r"
+  assert_failure
+}
+
+@test "with Docker's DNS upstream, its own forwarded queries (uid 0, port 53) may leave; nobody else's" {
+  run "$SCRIPT"
+  assert_success
+  run grep -- '--dport 53' "$TEST_TMP/rules4"
+  assert_output $'-A OUTPUT -p udp -m udp --dport 53 -m owner --uid-owner 0 -j ACCEPT\n-A OUTPUT -p tcp -m tcp --dport 53 -m owner --uid-owner 0 -j ACCEPT'
+  # not on the default bridge, where dnsmasq talks to the host's resolvers itself
+  printf 'nameserver 10.0.0.2\n' > "$AGENT_SANDBOX_RESOLV_CONF"
+  rm -rf "$AGENT_SANDBOX_STATE_DIR"
+  run "$SCRIPT"
+  assert_success
+  run grep -- '--uid-owner 0 ' "$TEST_TMP/rules4"
+  assert_failure
+}
+
+@test "non-loopback upstreams: DNS out for the dnsmasq uid only" {
+  printf 'nameserver 10.0.0.2\nnameserver 127.0.0.1\nnameserver fd00::53\n' > "$AGENT_SANDBOX_RESOLV_CONF"
+  ipv6 on
+  run "$SCRIPT"
+  assert_success
+  run cat "$TEST_TMP/rules4"
+  assert_line '-A OUTPUT -d 10.0.0.2 -p udp -m udp --dport 53 -m owner --uid-owner 999 -j ACCEPT'
+  assert_line '-A OUTPUT -d 10.0.0.2 -p tcp -m tcp --dport 53 -m owner --uid-owner 999 -j ACCEPT'
+  refute_line --partial 'fd00::53'
+  run cat "$TEST_TMP/rules6"
+  assert_line '-A OUTPUT -d fd00::53 -p udp -m udp --dport 53 -m owner --uid-owner 999 -j ACCEPT'
+  run cat "$AGENT_SANDBOX_STATE_DIR/upstream-resolvers"
+  assert_output $'10.0.0.2\nfd00::53'
+  run grep -c '^server=/github.com/' "$AGENT_SANDBOX_STATE_DIR/dnsmasq.conf"
+  assert_output 2
+}
+
+@test "inbound ports are accepted, de-duplicated, before INPUT's REJECT" {
+  export AGENT_SANDBOX_INBOUND_PORTS='3000, 8080,3000,'
+  run "$SCRIPT"
+  assert_success
+  local r="$TEST_TMP/rules4"
+  run grep -c -- '--dport 3000 -j ACCEPT' "$r"
+  assert_output 1
+  local p3000 p8080 rej
+  p3000="$(line_no '-A INPUT -p tcp -m tcp --dport 3000 -j ACCEPT' "$r")"
+  p8080="$(line_no '-A INPUT -p tcp -m tcp --dport 8080 -j ACCEPT' "$r")"
+  rej="$(line_no '-A INPUT -p tcp -j REJECT --reject-with tcp-reset' "$r")"
+  [ "$p3000" -lt "$p8080" ]
+  [ "$p8080" -lt "$rej" ]
+}
+
+@test "invalid ports are rejected and nothing is loaded" {
+  local p
+  for p in 0 65536 abc 80x -1 1.5; do
+    rm -rf "$AGENT_SANDBOX_STATE_DIR"
+    : > "$STUB_LOG"
+    AGENT_SANDBOX_INBOUND_PORTS="80,$p" run "$SCRIPT"
+    assert_failure
+    assert_line --index $((${#lines[@]} - 1)) "init-firewall: invalid port '$p' in AGENT_SANDBOX_INBOUND_PORTS: expected integers 1-65535, comma separated"
+    assert_nothing_loaded
+  done
+}
+
+@test "dnsmasq config: allowlisted domains forwarded and ipset-tracked, everything else NXDOMAIN" {
+  export AGENT_SANDBOX_ALLOW_DOMAINS=$'*.Example.COM, pypi.org\nfiles.pythonhosted.org _acme.internal'
+  run "$SCRIPT"
+  assert_success
+  assert_output --partial "ready (19 domains"
+  run cat "$AGENT_SANDBOX_STATE_DIR/dnsmasq.conf"
+  local opt
+  for opt in no-resolv no-poll listen-address=127.0.0.1 bind-interfaces port=53 user=dnsmasq \
+    cache-size=1000 log-queries "log-facility=$AGENT_SANDBOX_STATE_DIR/dnsmasq.log"; do
+    assert_line "$opt"
+  done
+  assert_line 'server=/example.com/127.0.0.11'
+  assert_line 'ipset=/example.com/agent-sandbox-allow4,agent-sandbox-allow6'
+  assert_line 'server=/pypi.org/127.0.0.11'
+  assert_line 'server=/_acme.internal/127.0.0.11'
+  assert_line 'server=/registry.npmjs.org/127.0.0.11'
+  refute_line --partial '*'
+  assert_line --index $((${#lines[@]} - 1)) 'address=/#/'
+  refute_line --regexp '^(no-hosts|resolv-file)'
+  run cat "$AGENT_SANDBOX_STATE_DIR/allowlist"
+  assert_line --index 0 registry.npmjs.org
+  assert_line --index 15 '*.example.com'
+  assert_line --index 18 '_acme.internal'
+  [ "${#lines[@]}" -eq 19 ]
+  grep -q "^dnsmasq --conf-file=$AGENT_SANDBOX_STATE_DIR/dnsmasq.conf --pid-file=$AGENT_SANDBOX_STATE_DIR/dnsmasq.pid\$" "$STUB_LOG"
+}
+
+@test "invalid domains are rejected with a clear message and nothing is loaded" {
+  local d
+  for d in '$(x)' '..' '-bad.example' 'bad-.example' 'a..b' '1.2.3.4' '*' '*.' 'a.*.b' 'x;y' "$(printf 'a%.0s' {1..64}).com" 'ex"ample.com'; do
+    rm -rf "$AGENT_SANDBOX_STATE_DIR"
+    : > "$STUB_LOG"
+    AGENT_SANDBOX_ALLOW_DOMAINS="ok.example,$d" run "$SCRIPT"
+    assert_failure
+    assert_line --index $((${#lines[@]} - 1)) "init-firewall: invalid domain '$d' in AGENT_SANDBOX_ALLOW_DOMAINS: expected a hostname like example.com or *.example.com"
+    assert_nothing_loaded
+  done
+}
+
+@test "an invalid entry in the defaults file names the file" {
+  printf 'good.example\nbad..example # comment\n' > "$TEST_TMP/defaults.txt"
+  AGENT_SANDBOX_DEFAULT_DOMAINS_FILE="$TEST_TMP/defaults.txt" run "$SCRIPT"
+  assert_failure
+  assert_output --partial "invalid domain 'bad..example' in $TEST_TMP/defaults.txt"
+  assert_nothing_loaded
+}
+
+@test "defaults file: comments and blank lines are ignored; a missing file fails" {
+  printf '# comment\n\n  one.example   # trailing\ntwo.example\n' > "$TEST_TMP/defaults.txt"
+  AGENT_SANDBOX_DEFAULT_DOMAINS_FILE="$TEST_TMP/defaults.txt" run "$SCRIPT"
+  assert_success
+  assert_output --partial "ready (2 domains"
+  AGENT_SANDBOX_DEFAULT_DOMAINS_FILE="$TEST_TMP/none.txt" run "$SCRIPT"
+  assert_failure
+  assert_output --partial "init-firewall: cannot read domain list $TEST_TMP/none.txt"
+}
+
+@test "duplicates are warnings, not failures, and are dropped" {
+  export AGENT_SANDBOX_ALLOW_DOMAINS='github.com,new.example,*.new.example,NEW.example'
+  run "$SCRIPT"
+  assert_success
+  assert_output --partial "init-firewall: warning: duplicate domain 'github.com' in AGENT_SANDBOX_ALLOW_DOMAINS ignored"
+  assert_output --partial "duplicate domain '*.new.example' in AGENT_SANDBOX_ALLOW_DOMAINS ignored (same as 'new.example')"
+  assert_output --partial "duplicate domain 'new.example' in AGENT_SANDBOX_ALLOW_DOMAINS ignored"
+  assert_output --partial "ready (16 domains"
+  run grep -c '^new.example$' "$AGENT_SANDBOX_STATE_DIR/allowlist"
+  assert_output 1
+  run grep -c '^server=/new.example/' "$AGENT_SANDBOX_STATE_DIR/dnsmasq.conf"
+  assert_output 1
+}
+
+@test "ipsets are created with -exist and the right types" {
+  run "$SCRIPT"
+  assert_success
+  run grep '^ipset' "$STUB_LOG"
+  assert_line 'ipset create -exist agent-sandbox-allow4 hash:ip family inet'
+  assert_line 'ipset create -exist agent-sandbox-allow6 hash:ip family inet6'
+  assert_line 'ipset create -exist agent-sandbox-net4 hash:net family inet'
+  refute_output --partial 'flush'
+  refute_output --partial 'destroy'
+}
+
+@test "an ipset failure aborts before rules are loaded" {
+  stub ipset 'echo "ipset v7.22: Kernel error received: Operation not permitted" >&2; exit 1'
+  run "$SCRIPT"
+  assert_failure
+  assert_line --index $((${#lines[@]} - 1)) 'init-firewall: cannot create ipset agent-sandbox-allow4: ipset v7.22: Kernel error received: Operation not permitted'
+  [ ! -e "$TEST_TMP/rules4" ]
+}
+
+@test "resolv.conf is rewritten in place to 127.0.0.1, keeping search/options" {
+  local inode
+  inode="$(stat -c %i "$AGENT_SANDBOX_RESOLV_CONF")"
+  run "$SCRIPT"
+  assert_success
+  [ "$(stat -c %i "$AGENT_SANDBOX_RESOLV_CONF")" = "$inode" ]
+  run grep -v '^#' "$AGENT_SANDBOX_RESOLV_CONF"
+  assert_output $'nameserver 127.0.0.1\nsearch corp.example\noptions ndots:0'
+  run cat "$AGENT_SANDBOX_STATE_DIR/upstream-resolvers"
+  assert_output 127.0.0.11
+  run cat "$AGENT_SANDBOX_PERSIST_DIR/upstream-resolvers"
+  assert_output 127.0.0.11
+}
+
+@test "re-run reuses the saved upstreams and replaces dnsmasq and tcpdump" {
+  run "$SCRIPT"
+  assert_success
+  kill "$(cat "$AGENT_SANDBOX_STATE_DIR/tcpdump.pid")"
+  local old_dns old_tcpdump
+  old_dns="$(fake dnsmasq)"
+  old_tcpdump="$(fake tcpdump)"
+  echo "$old_dns" > "$AGENT_SANDBOX_STATE_DIR/dnsmasq.pid"
+  echo "$old_tcpdump" > "$AGENT_SANDBOX_STATE_DIR/tcpdump.pid"
+  : > "$STUB_LOG"
+  run "$SCRIPT"
+  assert_success
+  run alive "$old_dns"
+  assert_failure
+  run alive "$old_tcpdump"
+  assert_failure
+  [ "$(cat "$AGENT_SANDBOX_STATE_DIR/tcpdump.pid")" != "$old_tcpdump" ]
+  grep -q '^dnsmasq --conf-file=' "$STUB_LOG"
+  grep -qx 'server=/github.com/127.0.0.11' "$AGENT_SANDBOX_STATE_DIR/dnsmasq.conf"
+  run grep -c '^nameserver' "$AGENT_SANDBOX_RESOLV_CONF"
+  assert_output 1
+}
+
+@test "a stale pid file naming another program does not kill it" {
+  local other
+  other="$(fake notdnsmasq)"
+  mkdir -p "$AGENT_SANDBOX_STATE_DIR"
+  echo "$other" > "$AGENT_SANDBOX_STATE_DIR/dnsmasq.pid"
+  run "$SCRIPT"
+  assert_success
+  alive "$other"
+}
+
+@test "re-run keeps domains added by firewall-allow" {
+  run "$SCRIPT"
+  assert_success
+  echo added.example >> "$AGENT_SANDBOX_STATE_DIR/allowlist"
+  run "$SCRIPT"
+  assert_success
+  assert_output --partial "ready (16 domains"
+  refute_output --partial warning
+  grep -qx 'server=/added.example/127.0.0.11' "$AGENT_SANDBOX_STATE_DIR/dnsmasq.conf"
+}
+
+@test "after a container restart (resolv.conf already ours, state empty) the persisted upstreams are used" {
+  mkdir -p "$AGENT_SANDBOX_PERSIST_DIR"
+  echo 10.1.2.3 > "$AGENT_SANDBOX_PERSIST_DIR/upstream-resolvers"
+  printf 'nameserver 127.0.0.1\n' > "$AGENT_SANDBOX_RESOLV_CONF"
+  run "$SCRIPT"
+  assert_success
+  assert_output --partial "warning: no upstream nameserver in $AGENT_SANDBOX_RESOLV_CONF; reusing the ones saved"
+  grep -qx 'server=/github.com/10.1.2.3' "$AGENT_SANDBOX_STATE_DIR/dnsmasq.conf"
+}
+
+@test "no upstream resolver at all is an error" {
+  printf 'nameserver 127.0.0.1\n' > "$AGENT_SANDBOX_RESOLV_CONF"
+  run "$SCRIPT"
+  assert_failure
+  assert_line --index $((${#lines[@]} - 1)) "init-firewall: no upstream nameserver found in $AGENT_SANDBOX_RESOLV_CONF"
+  [ ! -e "$TEST_TMP/rules4" ]
+}
+
+@test "IPv6 disabled: an ip6tables failure is only a warning" {
+  stub ip6tables-restore 'echo "ip6tables-restore v1.8.11 (nf_tables): unknown option" >&2; exit 1'
+  run "$SCRIPT"
+  assert_success
+  assert_output --partial "init-firewall: warning: IPv6 is disabled in this container; no IPv6 rules loaded (ip6tables-restore v1.8.11 (nf_tables): unknown option)"
+  assert_output --partial "ready (15 domains, backend nft)"
+}
+
+@test "IPv6 enabled (even with conf/all/disable_ipv6=1): an ip6tables failure is fatal" {
+  ipv6 on
+  stub ip6tables-restore 'echo "ip6tables-restore: line 2 failed" >&2; exit 1'
+  run "$SCRIPT"
+  assert_failure
+  assert_line --index $((${#lines[@]} - 1)) "init-firewall: IPv6 is enabled but the IPv6 rules could not be loaded: ip6tables-restore: line 2 failed"
+  refute_output --partial ready
+}
+
+@test "IPv6 rules: same shape, allow6 set, neighbour discovery, icmp6 reject" {
+  ipv6 on
+  export AGENT_SANDBOX_INBOUND_PORTS=3000
+  run "$SCRIPT"
+  assert_success
+  run cat "$TEST_TMP/rules6"
+  assert_line ':OUTPUT DROP [0:0]'
+  assert_line ':INPUT DROP [0:0]'
+  assert_line ':FORWARD DROP [0:0]'
+  assert_line '-A OUTPUT -o lo -j ACCEPT'
+  assert_line '-A OUTPUT -m set --match-set agent-sandbox-allow6 dst -j ACCEPT'
+  assert_line '-A OUTPUT -p ipv6-icmp -m icmp6 --icmpv6-type neighbour-solicitation -m hl --hl-eq 255 -j ACCEPT'
+  assert_line '-A INPUT -p tcp -m tcp --dport 3000 -j ACCEPT'
+  assert_line --index $((${#lines[@]} - 2)) '-A OUTPUT -j REJECT --reject-with icmp6-port-unreachable'
+  refute_line --partial 'agent-sandbox-allow4'
+  refute_line --partial 'agent-sandbox-net4'
+  refute_line --partial '127.0.0.11'
+}
+
+@test "falls back to iptables-legacy when the default iptables cannot load the rules" {
+  stub iptables-restore 'echo "iptables-restore v1.8.11 (nf_tables): RULE_APPEND failed" >&2; exit 1'
+  stub iptables 'echo "iptables -S must not be used with the legacy backend" >&2; exit 1'
+  run "$SCRIPT"
+  assert_success
+  assert_output --partial "init-firewall: warning: using iptables backend legacy (nft: iptables-restore v1.8.11 (nf_tables): RULE_APPEND failed)"
+  assert_output --partial "ready (15 domains, backend legacy)"
+  [ "$(cat "$AGENT_SANDBOX_STATE_DIR/backend")" = legacy ]
+  grep -q ':OUTPUT DROP' "$TEST_TMP/rules4-legacy"
+  grep -q ':OUTPUT DROP' "$TEST_TMP/rules6-legacy"
+  [ ! -e "$TEST_TMP/rules6" ]
+  grep -qx 'iptables-legacy -S OUTPUT' "$STUB_LOG"
+}
+
+@test "a re-run tries the recorded legacy backend first" {
+  mkdir -p "$AGENT_SANDBOX_STATE_DIR"
+  echo legacy > "$AGENT_SANDBOX_STATE_DIR/backend"
+  run "$SCRIPT"
+  assert_success
+  assert_output --partial "backend legacy)"
+  refute_output --partial warning
+  [ ! -e "$TEST_TMP/rules4" ]
+}
+
+@test "both backends failing is fatal and says why" {
+  stub iptables-restore 'echo "nft says no" >&2; exit 1'
+  stub iptables-legacy-restore 'echo "legacy says no" >&2; exit 1'
+  run "$SCRIPT"
+  assert_failure
+  assert_line --index $((${#lines[@]} - 1)) "init-firewall: cannot load IPv4 rules (nft: nft says no; legacy: legacy says no)"
+}
+
+@test "a default iptables that is itself legacy is recorded as legacy" {
+  stub iptables 'case "$1" in --version) echo "iptables v1.8.11 (legacy)" ;; -S) echo "-P OUTPUT DROP" ;; esac'
+  run "$SCRIPT"
+  assert_success
+  assert_output --partial "backend legacy)"
+}
+
+@test "self-test: OUTPUT policy must be DROP" {
+  stub iptables 'case "$1" in -S) echo "-P OUTPUT ACCEPT" ;; esac'
+  run "$SCRIPT"
+  assert_failure
+  assert_line --index $((${#lines[@]} - 1)) --partial "init-firewall: self-test failed: OUTPUT policy is '-P OUTPUT ACCEPT', not DROP"
+}
+
+@test "self-test: dnsmasq must answer NXDOMAIN" {
+  stub dig 'echo ";; ->>HEADER<<- opcode: QUERY, status: SERVFAIL, id: 1"'
+  run "$SCRIPT"
+  assert_failure
+  assert_line --index $((${#lines[@]} - 1)) "init-firewall: DNS self-test failed: dnsmasq did not answer agent-sandbox-selftest.invalid with NXDOMAIN (->>HEADER<<- opcode: QUERY, status: SERVFAIL, id: 1)"
+  grep -qx 'dig @127.0.0.1 +time=1 +tries=1 agent-sandbox-selftest.invalid' "$STUB_LOG"
+}
+
+@test "dnsmasq failing to start is fatal with its message" {
+  stub dnsmasq 'echo "dnsmasq: failed to create listening socket for 127.0.0.1: Address in use" >&2; exit 2'
+  run "$SCRIPT"
+  assert_failure
+  assert_line --index $((${#lines[@]} - 1)) "init-firewall: dnsmasq failed to start: dnsmasq: failed to create listening socket for 127.0.0.1: Address in use"
+}
+
+@test "a missing dnsmasq user is fatal" {
+  stub id 'exit 1'
+  run "$SCRIPT"
+  assert_failure
+  assert_output --partial "init-firewall: user dnsmasq does not exist"
+  assert_nothing_loaded
+}
+
+@test "tcpdump logs NFLOG group 42 to denied.log; if it dies that is only a warning" {
+  run "$SCRIPT"
+  assert_success
+  grep -qx 'tcpdump -i nflog:42 -n -l -q -U -Z root' "$STUB_LOG"
+  [ -f "$AGENT_SANDBOX_STATE_DIR/denied.log" ]
+  stub tcpdump 'echo "tcpdump: nflog:42: no such device" >&2; exit 1'
+  run "$SCRIPT"
+  assert_success
+  assert_output --partial "init-firewall: warning: tcpdump exited; denied connections will not be logged"
+  grep -q 'no such device' "$AGENT_SANDBOX_STATE_DIR/firewall.log"
+}
+
+@test "background processes do not hold the caller's stdout open" {
+  stub tcpdump 'exec sleep 5'
+  export AGENT_SANDBOX_GITHUB_META=1
+  stub curl 'sleep 5; exit 7'
+  local start end
+  start="$(date +%s%N)"
+  run timeout 4 bash -c 'out="$("$0" 2>&1)"; echo "$out"' "$SCRIPT"
+  end="$(date +%s%N)"
+  assert_success
+  assert_output --partial ready
+  [ $(((end - start) / 1000000)) -lt 2000 ]
+}
+
+@test "GitHub meta: ranges are added to agent-sandbox-net4 in the background" {
+  export AGENT_SANDBOX_GITHUB_META=1
+  stub curl 'echo "{\"web\":[\"192.30.252.0/22\",\"2a0a:a440::/29\"],\"api\":[\"192.30.252.0/22\",\"140.82.112.0/20\"],\"git\":[\"143.55.64.0/20\"],\"hooks\":[\"1.1.1.0/24\"]}"'
+  run "$SCRIPT"
+  assert_success
+  local i
+  for ((i = 0; i < 50; i++)); do
+    grep -q 'GitHub IPv4 ranges' "$AGENT_SANDBOX_STATE_DIR/firewall.log" 2> /dev/null && break
+    sleep 0.1
+  done
+  grep -qx 'curl -fsS --max-time 5 https://api.github.com/meta' "$STUB_LOG"
+  run cat "$TEST_TMP/ipset-restore"
+  assert_output $'add agent-sandbox-net4 140.82.112.0/20\nadd agent-sandbox-net4 143.55.64.0/20\nadd agent-sandbox-net4 192.30.252.0/22'
+  grep -q 'added 3 GitHub IPv4 ranges to agent-sandbox-net4' "$AGENT_SANDBOX_STATE_DIR/firewall.log"
+}
+
+@test "GitHub meta: a failure is only a warning in firewall.log and is not waited for" {
+  export AGENT_SANDBOX_GITHUB_META=1
+  stub curl 'sleep 1; echo "curl: (28) Connection timed out after 5000 milliseconds" >&2; exit 28'
+  local start end
+  start="$(date +%s%N)"
+  run "$SCRIPT"
+  end="$(date +%s%N)"
+  assert_success
+  [ $(((end - start) / 1000000)) -lt 1000 ]
+  refute_output --partial api.github.com
+  local i
+  for ((i = 0; i < 50; i++)); do
+    grep -q 'api.github.com' "$AGENT_SANDBOX_STATE_DIR/firewall.log" 2> /dev/null && break
+    sleep 0.1
+  done
+  run grep 'api.github.com' "$AGENT_SANDBOX_STATE_DIR/firewall.log"
+  assert_output --partial "warning: could not fetch https://api.github.com/meta (curl: (28) Connection timed out after 5000 milliseconds); GitHub IP ranges not added"
+  [ ! -e "$TEST_TMP/ipset-restore" ]
+}
+
+@test "GitHub meta: AGENT_SANDBOX_GITHUB_META=0 never calls curl" {
+  run "$SCRIPT"
+  assert_success
+  sleep 0.2
+  run grep '^curl' "$STUB_LOG"
+  assert_failure
+}
+
+@test "state files are 0644 and the state dir 0755" {
+  export AGENT_SANDBOX_INBOUND_PORTS=3000
+  run "$SCRIPT"
+  assert_success
+  [ "$(stat -c %a "$AGENT_SANDBOX_STATE_DIR")" = 755 ]
+  local f
+  for f in allowlist backend upstream-resolvers dnsmasq.conf denied.log tcpdump.pid firewall.log; do
+    [ "$(stat -c %a "$AGENT_SANDBOX_STATE_DIR/$f")" = 644 ] || { echo "$f: $(stat -c %a "$AGENT_SANDBOX_STATE_DIR/$f")"; false; }
+  done
+}
+
+@test "is shellcheck-clean" {
+  command -v shellcheck > /dev/null || skip "shellcheck not installed"
+  run shellcheck "$ROOT/base-image/init-firewall.sh" "$ROOT/base-image/firewall-lib.sh" \
+    "$ROOT/base-image/firewall-allow.sh" "$ROOT/base-image/firewall-status.sh"
+  assert_success
+}

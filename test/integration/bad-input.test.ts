@@ -1,0 +1,111 @@
+/**
+ * Bad input and faults: one-line errors with a fix, documented exit codes, and
+ * nothing half-made.
+ */
+import {existsSync, mkdirSync, readdirSync, writeFileSync} from 'node:fs'
+import {join} from 'node:path'
+import {afterAll, describe, expect, it} from 'vitest'
+import {cleanupUnder, cli, docker, initWorkspace, makeWorkspace, removeWorkspace, run, sbx, TEST_ROOT} from './helpers.js'
+
+const created: string[] = []
+afterAll(async () => {
+  await cleanupUnder(TEST_ROOT)
+  for (const path of created) removeWorkspace(path)
+})
+
+function oneLine(stderr: string): string {
+  const lines = stderr.trim().split('\n')
+  expect(lines, stderr).toHaveLength(1)
+  expect(lines[0]).toMatch(/^agent-sandbox: error: .+\(hint: .+\)$/)
+  return lines[0]
+}
+
+describe('paths', () => {
+  it('refuses a path that does not exist, or is a file', async () => {
+    const missing = await cli(['start', '/nonexistent/agent-sandbox-it'])
+    expect(missing.exitCode).toBe(2)
+    expect(oneLine(missing.stderr)).toContain('does not exist: /nonexistent/agent-sandbox-it')
+    const ws = await makeWorkspace('files')
+    created.push(ws)
+    const file = await cli(['exec', join(ws, 'README.md'), '--', 'true'])
+    expect(file.exitCode).toBe(2)
+    expect(oneLine(file.stderr)).toContain('not a directory')
+  })
+
+  it('refuses a workspace that was never initialised, with a hint to run init', async () => {
+    const ws = await makeWorkspace('fresh')
+    created.push(ws)
+    for (const command of [['start', ws], ['exec', ws, '--', 'true'], ['build', ws]]) {
+      const r = await cli(command)
+      expect(r.exitCode, command.join(' ')).toBe(4)
+      expect(oneLine(r.stderr)).toContain(`agent-sandbox init`)
+    }
+    expect(readdirSync(ws).sort()).toEqual(['.git', 'README.md'])
+  })
+
+  it('works with spaces, quotes, unicode and $(…) in the workspace name, and runs none of it', async () => {
+    const ws = await makeWorkspace(`it's "q" $(touch pwned) ü`)
+    created.push(ws)
+    await initWorkspace(ws)
+    const r = await sbx(ws, 'sh', '-c', 'pwd; ls')
+    expect(r.exitCode, r.stderr).toBe(0)
+    expect(r.stdout).toContain(`/workspace/it's "q" $(touch pwned) ü`)
+    expect(existsSync(join(ws, 'pwned'))).toBe(false)
+    expect(existsSync(join(ws, '..', 'pwned'))).toBe(false)
+    expect(existsSync(join(process.cwd(), 'pwned'))).toBe(false)
+    const shown = await cli(['show-run', ws])
+    expect(shown.exitCode).toBe(0)
+    // Evaluated by a shell with `docker` stubbed out, every word survives intact and nothing runs.
+    const words = await run('sh', ['-c', `docker() { printf '%s\\n' "$@"; }; mkdir() { :; }; touch() { :; }; ${shown.stdout}`], {cwd: ws})
+    expect(words.exitCode, words.stderr).toBe(0)
+    const csv = (field: string) => `"${field.replaceAll('"', '""')}"`
+    expect(words.stdout.split('\n')).toContain(`type=bind,${csv(`source=${ws}`)},${csv(`target=/workspace/it's "q" $(touch pwned) ü`)}`)
+    expect(existsSync(join(ws, 'pwned'))).toBe(false)
+  })
+})
+
+describe('the engine', () => {
+  it('reports a missing socket, a refused connection and a bad DOCKER_HOST', async () => {
+    const ws = await makeWorkspace('engine')
+    created.push(ws)
+    mkdirSync(join(ws, '.agent-sandbox'))
+    writeFileSync(join(ws, '.agent-sandbox', 'Dockerfile'), 'FROM agent-sandbox-base:latest\n')
+    const noSocket = await cli(['start', ws], {env: {DOCKER_HOST: 'unix:///tmp/agent-sandbox-it-no.sock'}})
+    expect(noSocket.exitCode).toBe(3)
+    expect(oneLine(noSocket.stderr)).toContain('no container engine socket at /tmp/agent-sandbox-it-no.sock')
+    const refused = await cli(['list'], {env: {DOCKER_HOST: 'tcp://127.0.0.1:9'}})
+    expect(refused.exitCode).toBe(3)
+    expect(oneLine(refused.stderr)).toContain('refused')
+    const bad = await cli(['list'], {env: {DOCKER_HOST: 'ftp://nowhere'}})
+    expect(bad.exitCode).toBe(2)
+    expect(oneLine(bad.stderr)).toContain('DOCKER_HOST is not a valid engine address')
+  })
+
+  it('reports a missing image with the command that builds it, and creates nothing', async () => {
+    const ws = await makeWorkspace('noimage')
+    created.push(ws)
+    await initWorkspace(ws)
+    const image = (await docker('images', '--filter', `label=dev.agent-sandbox.workspace=${ws}`, '--format', '{{.Repository}}:{{.Tag}}')).stdout.trim()
+    expect(image).not.toBe('')
+    await docker('rmi', '-f', image)
+    const r = await cli(['start', ws])
+    expect(r.exitCode).toBe(4)
+    expect(oneLine(r.stderr)).toMatch(/is missing.*agent-sandbox build/)
+    const ps = await docker('ps', '-aq', '--filter', `label=dev.agent-sandbox.workspace=${ws}`)
+    expect(ps.stdout.trim()).toBe('')
+    const built = await cli(['start', ws, '--build'])
+    expect(built.exitCode, built.stderr).toBe(0)
+  })
+})
+
+describe('usage', () => {
+  it('exec without -- or without a command is a usage error', async () => {
+    const noDash = await cli(['exec', '.'])
+    expect(noDash.exitCode).toBe(2)
+    expect(oneLine(noDash.stderr)).toContain('no command given')
+    const unknown = await cli(['start', '--no-such-flag'])
+    expect(unknown.exitCode).toBe(2)
+    const badNetwork = await cli(['start', '--network', 'sideways'])
+    expect(badNetwork.exitCode).toBe(2)
+  })
+})

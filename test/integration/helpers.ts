@@ -1,0 +1,134 @@
+/**
+ * Integration helpers: run the built CLI as a user would, make real git
+ * workspaces, and clean up by label whatever the tests created.
+ */
+import {execa} from 'execa'
+import {chownSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync} from 'node:fs'
+import {join, resolve} from 'node:path'
+import {fileURLToPath} from 'node:url'
+
+export const REPO = resolve(fileURLToPath(new URL('../../', import.meta.url)))
+export const BIN = join(REPO, 'bin', 'run.js')
+/** Every workspace a test makes lives under here, so teardown can find its resources. */
+export const TEST_ROOT = '/tmp/agent-sandbox-it'
+/** Owner of test workspaces: not root and not 1000, so renumbering `node` is exercised. */
+export const TEST_UID = 1234
+export const TEST_GID = 1234
+
+export interface Result {
+  exitCode: number
+  stdout: string
+  stderr: string
+}
+
+export interface CliOptions {
+  cwd?: string
+  env?: Record<string, string | undefined>
+  input?: string
+  timeoutMs?: number
+}
+
+/** Run the built CLI (bin/run.js) in a child process. */
+export async function cli(args: string[], options: CliOptions = {}): Promise<Result> {
+  const result = await execa('node', [BIN, ...args], {
+    cwd: options.cwd ?? REPO,
+    env: {AGENT_SANDBOX_DEBUG: undefined, ...options.env},
+    input: options.input,
+    stdin: options.input === undefined ? 'ignore' : undefined,
+    reject: false,
+    timeout: options.timeoutMs ?? 600_000,
+  })
+  return {exitCode: result.exitCode ?? -1, stdout: result.stdout, stderr: result.stderr}
+}
+
+export async function run(command: string, args: string[], options: {cwd?: string; input?: string; env?: Record<string, string>} = {}): Promise<Result> {
+  const result = await execa(command, args, {cwd: options.cwd, input: options.input, env: options.env, reject: false, stdin: options.input === undefined ? 'ignore' : undefined})
+  return {exitCode: result.exitCode ?? -1, stdout: result.stdout, stderr: result.stderr}
+}
+
+export async function docker(...args: string[]): Promise<Result> {
+  return run('docker', args)
+}
+
+export async function inspect(name: string): Promise<any> {
+  const r = await docker('container', 'inspect', name)
+  if (r.exitCode !== 0) return undefined
+  return JSON.parse(r.stdout)[0]
+}
+
+function chownTree(path: string, uid: number, gid: number): void {
+  chownSync(path, uid, gid)
+  for (const entry of readdirSync(path, {withFileTypes: true})) {
+    const child = join(path, entry.name)
+    if (entry.isDirectory()) chownTree(child, uid, gid)
+    else chownSync(child, uid, gid)
+  }
+}
+
+export interface WorkspaceOptions {
+  git?: boolean
+  owner?: number
+  files?: Record<string, string>
+}
+
+/** A fresh workspace directory (a git repo with one commit on `main` by default). */
+export async function makeWorkspace(name = 'ws', options: WorkspaceOptions = {}): Promise<string> {
+  mkdirSync(TEST_ROOT, {recursive: true})
+  const parent = mkdtempSync(join(TEST_ROOT, 't-'))
+  const path = join(parent, name)
+  mkdirSync(path)
+  for (const [file, content] of Object.entries(options.files ?? {'README.md': '# test workspace\n'})) {
+    mkdirSync(join(path, file, '..'), {recursive: true})
+    writeFileSync(join(path, file), content)
+  }
+  if (options.git ?? true) {
+    const git = (...args: string[]) => run('git', ['-C', path, '-c', 'user.name=Test', '-c', 'user.email=test@example.invalid', ...args])
+    await git('init', '-q', '-b', 'main')
+    await git('add', '-A')
+    await git('commit', '-q', '-m', 'initial')
+  }
+  const owner = options.owner ?? TEST_UID
+  chownTree(path, owner, owner)
+  return path
+}
+
+/** Remove every container, volume and image that belongs to a workspace under `root`. */
+export async function cleanupUnder(root: string = TEST_ROOT): Promise<void> {
+  const ps = await docker('ps', '-a', '--filter', 'label=dev.agent-sandbox.managed=true', '--format', '{{.ID}}\t{{.Label "dev.agent-sandbox.workspace"}}')
+  const ids = ps.stdout
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => line.split('\t'))
+    .filter(([, ws]) => ws?.startsWith(root))
+    .map(([id]) => id)
+  if (ids.length) await docker('rm', '-f', ...ids)
+  const vols = await docker('volume', 'ls', '--filter', 'label=dev.agent-sandbox.managed=true', '--format', '{{.Name}}\t{{.Label "dev.agent-sandbox.workspace"}}')
+  const names = vols.stdout
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => line.split('\t'))
+    .filter(([, ws]) => ws?.startsWith(root))
+    .map(([n]) => n)
+  if (names.length) await docker('volume', 'rm', '-f', ...names)
+  const imgs = await docker('images', '--filter', 'label=dev.agent-sandbox.kind=repo', '--format', '{{.ID}}\t{{.Repository}}:{{.Tag}}')
+  for (const line of imgs.stdout.split('\n').filter(Boolean)) {
+    const [id, ref] = line.split('\t')
+    const info = await docker('image', 'inspect', '--format', '{{index .Config.Labels "dev.agent-sandbox.workspace"}}', id)
+    if (info.stdout.trim().startsWith(root)) await docker('rmi', '-f', ref)
+  }
+}
+
+export function removeWorkspace(path: string): void {
+  rmSync(join(path, '..'), {recursive: true, force: true})
+}
+
+/** `init` a workspace and return its path; fails the test with the CLI's output if init fails. */
+export async function initWorkspace(path: string, extraArgs: string[] = []): Promise<void> {
+  const r = await cli(['init', path, ...extraArgs])
+  if (r.exitCode !== 0) throw new Error(`init failed (${r.exitCode}): ${r.stderr}`)
+}
+
+/** The CLI's exec, as the tests use it everywhere. */
+export function sbx(path: string, ...command: string[]): Promise<Result> {
+  return cli(['exec', path, '--', ...command])
+}

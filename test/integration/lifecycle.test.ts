@@ -1,0 +1,296 @@
+/**
+ * Issue 3: the daily loop against the real engine: start, exec, shell, stop,
+ * rm, show-run, list, volume; protected paths; concurrency; history.
+ */
+import {execa} from 'execa'
+import {existsSync, readFileSync, statSync, writeFileSync} from 'node:fs'
+import {join} from 'node:path'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {cleanupUnder, cli, docker, initWorkspace, inspect, makeWorkspace, removeWorkspace, run, sbx, TEST_ROOT, TEST_UID} from './helpers.js'
+
+const created: string[] = []
+async function workspace(name = 'ws', options = {}): Promise<string> {
+  const path = await makeWorkspace(name, options)
+  created.push(path)
+  await initWorkspace(path)
+  return path
+}
+
+async function containerName(path: string, extra: string[] = []): Promise<string> {
+  const r = await cli(['start', path, '--json', ...extra])
+  expect(r.exitCode, r.stderr).toBe(0)
+  return JSON.parse(r.stdout).name as string
+}
+
+afterAll(async () => {
+  await cleanupUnder(TEST_ROOT)
+  for (const path of created) removeWorkspace(path)
+})
+
+describe('start and exec', () => {
+  let ws: string
+  let name: string
+  beforeAll(async () => {
+    ws = await workspace('my repo')
+    name = await containerName(ws)
+  })
+
+  it('runs commands as node in the workspace and propagates the exit code', async () => {
+    const id = await sbx(ws, 'id', '-un')
+    expect(id.exitCode).toBe(0)
+    expect(id.stdout.trim()).toBe('node')
+    const pwd = await sbx(ws, 'pwd')
+    expect(pwd.stdout.trim()).toBe('/workspace/my repo')
+    const ls = await sbx(ws, 'cat', 'README.md')
+    expect(ls.stdout).toContain('# test workspace')
+    const seven = await sbx(ws, 'sh', '-c', 'exit 7')
+    expect(seven.exitCode).toBe(7)
+  })
+
+  it('streams stdout and stderr separately and passes stdin through', async () => {
+    const r = await cli(['exec', ws, '--', 'sh', '-c', 'echo out; echo err >&2; cat'], {input: 'from-stdin\n'})
+    expect(r.exitCode).toBe(0)
+    expect(r.stdout).toContain('out')
+    expect(r.stdout).toContain('from-stdin')
+    expect(r.stdout).not.toContain('err')
+    expect(r.stderr).toContain('err')
+  })
+
+  it('passes arguments with spaces, quotes and $(…) through untouched', async () => {
+    const tricky = `a b 'c' "d" $(touch /tmp/pwned) \`id\``
+    const r = await sbx(ws, 'printf', '%s', tricky)
+    expect(r.stdout).toBe(tricky)
+    expect((await sbx(ws, 'test', '-e', '/tmp/pwned')).exitCode).toBe(1)
+  })
+
+  it('writes files that appear on the host, owned by the workspace owner', async () => {
+    const r = await sbx(ws, 'sh', '-c', 'echo hello > written-inside.txt')
+    expect(r.exitCode, r.stderr).toBe(0)
+    const file = join(ws, 'written-inside.txt')
+    expect(readFileSync(file, 'utf8')).toBe('hello\n')
+    expect(statSync(file).uid).toBe(TEST_UID)
+  })
+
+  it('has the sandbox marker, no engine socket and no variable pointing at one', async () => {
+    expect((await sbx(ws, 'test', '-f', '/.agent-sandbox')).exitCode).toBe(0)
+    const sockets = await sbx(ws, 'sh', '-c', 'ls -la /var/run/docker.sock /run/docker.sock /run/podman/podman.sock 2>&1; env')
+    expect(sockets.stdout).not.toMatch(/^s/m) // no socket files listed
+    expect(sockets.stdout).not.toMatch(/DOCKER_HOST|CONTAINER_HOST/)
+    const info = await inspect(name)
+    expect(info.HostConfig.Privileged).toBe(false)
+    expect(info.HostConfig.CapDrop).toEqual(['ALL'])
+    expect(info.HostConfig.CapAdd).not.toContain('SYS_ADMIN')
+    expect(info.HostConfig.SecurityOpt).toContain('no-new-privileges')
+    expect(JSON.stringify(info.Mounts)).not.toMatch(/docker\.sock|podman\.sock/)
+  })
+
+  it('gives node no capabilities and no sudo', async () => {
+    const caps = await sbx(ws, 'sh', '-c', 'grep -E "^Cap(Eff|Prm)" /proc/self/status')
+    expect(caps.stdout).toMatch(/CapEff:\s+0+$/m)
+    expect(caps.stdout).toMatch(/CapPrm:\s+0+/)
+    const sudo = await sbx(ws, 'sudo', '-n', 'true')
+    expect(sudo.exitCode).not.toBe(0)
+  })
+
+  it('is idempotent: a running sandbox is left alone', async () => {
+    const before = await inspect(name)
+    const r = await cli(['start', ws, '--json'])
+    expect(r.exitCode).toBe(0)
+    expect(JSON.parse(r.stdout).action).toBe('running')
+    const after = await inspect(name)
+    expect(after.Id).toBe(before.Id)
+    expect(after.State.StartedAt).toBe(before.State.StartedAt)
+  })
+
+  it('protected paths refuse writes from inside, including ones absent at start', async () => {
+    const attempts = [
+      'touch .git/hooks/pre-commit',
+      'rm -rf .git/hooks',
+      'mv .git/hooks .git/hooks-moved',
+      'echo x > .git/config',
+      'rm -f .git/config',
+      'touch .husky/pre-commit',
+      'rmdir .husky',
+      'echo "{}" > .agent-sandbox/config.json',
+      'rm -rf .agent-sandbox',
+      'mv .agent-sandbox gone',
+      'echo x > .agent-precommit/user-context.json',
+      'rm -rf .agent-precommit',
+    ]
+    for (const attempt of attempts) {
+      const r = await sbx(ws, 'sh', '-c', attempt)
+      expect(r.exitCode, `${attempt} should fail`).not.toBe(0)
+    }
+    expect(readFileSync(join(ws, '.agent-sandbox', 'config.json'), 'utf8')).toContain('protectedPaths')
+    expect(existsSync(join(ws, '.agent-sandbox'))).toBe(true)
+  })
+
+  it('stop keeps the container and its volumes; exec starts it again', async () => {
+    const stop = await cli(['stop', ws])
+    expect(stop.exitCode).toBe(0)
+    expect((await inspect(name)).State.Running).toBe(false)
+    const r = await sbx(ws, 'cat', 'written-inside.txt')
+    expect(r.exitCode).toBe(0)
+    expect((await inspect(name)).State.Running).toBe(true)
+  })
+})
+
+describe('history, rm and volumes', () => {
+  it('keeps shell history across rm and start; rm --volumes removes it', async () => {
+    const ws = await workspace('hist')
+    const name = await containerName(ws)
+    const write = await sbx(ws, 'bash', '-ic', 'echo marker-one-42; history -s "echo marker-one-42"; history -a')
+    expect(write.exitCode, write.stderr).toBe(0)
+    const rm = await cli(['rm', ws])
+    expect(rm.exitCode).toBe(0)
+    expect(await inspect(name)).toBeUndefined()
+    await containerName(ws)
+    const read = await sbx(ws, 'cat', '/commandhistory/.bash_history')
+    expect(read.stdout).toContain('marker-one-42')
+    const refused = await cli(['rm', ws, '--volumes'])
+    expect(refused.exitCode).toBe(2)
+    expect(refused.stderr).toContain('--yes')
+    const rmAll = await cli(['rm', ws, '--volumes', '--yes'])
+    expect(rmAll.exitCode, rmAll.stderr).toBe(0)
+    const hash = name.split('-').pop()
+    expect((await docker('volume', 'inspect', `agent-sandbox-${hash}-history`)).exitCode).not.toBe(0)
+    // The shared agent config volumes are never removed by a workspace's rm.
+    expect((await docker('volume', 'inspect', 'agent-sandbox-codex-config')).exitCode).toBe(0)
+  })
+})
+
+describe('several workspaces', () => {
+  it('gives two workspaces two isolated containers, and list --json shows both', async () => {
+    const a = await workspace('alpha')
+    const b = await workspace('beta')
+    const [na, nb] = await Promise.all([containerName(a), containerName(b)])
+    expect(na).not.toBe(nb)
+    await sbx(a, 'sh', '-c', 'echo secret-a > only-a.txt')
+    const seen = await sbx(b, 'sh', '-c', 'ls /workspace; cat /workspace/alpha/only-a.txt')
+    expect(seen.stdout).not.toContain('alpha')
+    expect(seen.exitCode).not.toBe(0)
+    await cli(['stop', b])
+    const list = await cli(['list', '--json'])
+    expect(list.exitCode).toBe(0)
+    const rows = JSON.parse(list.stdout) as Array<Record<string, any>>
+    const ra = rows.find((r) => r.name === na)
+    const rb = rows.find((r) => r.name === nb)
+    expect(ra).toMatchObject({path: a, repo: 'alpha', mode: 'bind', running: true, workdir: '/workspace/alpha'})
+    expect(rb).toMatchObject({path: b, repo: 'beta', mode: 'bind', running: false})
+    expect(ra?.volumes).toEqual(expect.arrayContaining(['agent-sandbox-claude-code-config', 'agent-sandbox-codex-config']))
+    const ps = await docker('ps', '-a', '--filter', 'label=dev.agent-sandbox.kind=sandbox', '--format', '{{.Names}}')
+    for (const row of rows) expect(ps.stdout.split('\n')).toContain(row.name)
+    const table = await cli(['list'])
+    expect(table.stdout).toContain(na)
+  })
+
+  it('two concurrent starts on one workspace end with one container and no error', async () => {
+    const ws = await workspace('race')
+    const [r1, r2] = await Promise.all([cli(['start', ws, '--json']), cli(['start', ws, '--json'])])
+    expect(r1.exitCode, r1.stderr).toBe(0)
+    expect(r2.exitCode, r2.stderr).toBe(0)
+    const ps = await docker('ps', '-a', '--filter', `label=dev.agent-sandbox.workspace=${ws}`, '--format', '{{.Names}}')
+    expect(ps.stdout.trim().split('\n')).toHaveLength(1)
+    expect([JSON.parse(r1.stdout).action, JSON.parse(r2.stdout).action].sort()).toEqual(['created', 'running'])
+  })
+
+  it('Ctrl-C during start leaves nothing the next start cannot recover from', async () => {
+    const ws = await workspace('interrupt')
+    const child = execa('node', [join(process.cwd(), 'bin/run.js'), 'start', ws], {reject: false})
+    // Interrupt as soon as the container exists.
+    const deadline = Date.now() + 60_000
+    while (Date.now() < deadline) {
+      const ps = await docker('ps', '-a', '-q', '--filter', `label=dev.agent-sandbox.workspace=${ws}`)
+      if (ps.stdout.trim()) break
+      await new Promise((r) => setTimeout(r, 20))
+    }
+    child.kill('SIGINT')
+    await child
+    const again = await cli(['start', ws, '--json'])
+    expect(again.exitCode, again.stderr).toBe(0)
+    expect((await sbx(ws, 'true')).exitCode).toBe(0)
+    const ps = await docker('ps', '-a', '--filter', `label=dev.agent-sandbox.workspace=${ws}`, '--format', '{{.Names}}')
+    expect(ps.stdout.trim().split('\n')).toHaveLength(1)
+  })
+})
+
+describe('show-run', () => {
+  it('prints a docker run command that creates the same container as start', async () => {
+    const ws = await workspace('show run')
+    writeFileSync(
+      join(ws, '.agent-sandbox', 'config.json'),
+      JSON.stringify({env: {PLAIN: 'visible', API_TOKEN: 'tok-very-secret-1234'}, ports: ['18080:8080'], protectedPaths: ['docs/private']}),
+    )
+    const name = await containerName(ws)
+    const a = await inspect(name)
+    const shown = await cli(['show-run', ws])
+    expect(shown.exitCode, shown.stderr).toBe(0)
+    expect(shown.stdout).not.toContain('tok-very-secret-1234')
+    expect(shown.stdout).toContain('--env API_TOKEN ')
+    expect((await cli(['rm', ws])).exitCode).toBe(0)
+    const made = await run('sh', ['-c', shown.stdout], {env: {...process.env, API_TOKEN: 'tok-very-secret-1234'} as Record<string, string>})
+    expect(made.exitCode, made.stderr).toBe(0)
+    const b = await inspect(name)
+    const pick = (c: any) => ({
+      mounts: c.Mounts.map((m: any) => `${m.Type}:${m.Type === 'volume' ? m.Name : m.Source}:${m.Destination}:${m.RW}`).sort(),
+      env: [...c.Config.Env].sort(),
+      user: c.Config.User,
+      workdir: c.Config.WorkingDir,
+      capAdd: c.HostConfig.CapAdd.map((cap: string) => cap.replace(/^CAP_/, '')).sort(), // the docker CLI spells them CAP_*
+      capDrop: c.HostConfig.CapDrop,
+      securityOpt: c.HostConfig.SecurityOpt,
+      init: c.HostConfig.Init,
+      network: c.HostConfig.NetworkMode,
+      tmpfs: c.HostConfig.Tmpfs,
+      ports: c.HostConfig.PortBindings,
+      labels: c.Config.Labels,
+      image: c.Config.Image,
+    })
+    expect(pick(b)).toEqual(pick(a))
+    // And the one made from show-run is a working sandbox that start adopts.
+    const r = await cli(['start', ws, '--json'])
+    expect(r.exitCode, r.stderr).toBe(0)
+  })
+})
+
+describe('volume', () => {
+  it('prints the config volume names', async () => {
+    const r = await cli(['volume'])
+    expect(r.exitCode).toBe(0)
+    expect(r.stdout.trim().split('\n')).toEqual(['agent-sandbox-claude-code-config', 'agent-sandbox-codex-config'])
+  })
+})
+
+describe('shell through a real pseudo-terminal', () => {
+  it('gets a prompt, runs a command and exits with its code', async () => {
+    const ws = await workspace('shell')
+    await containerName(ws)
+    const session = `sbx-it-${process.pid}`
+    const exitFile = join(ws, '..', 'shell-exit')
+    const cmd = `node ${join(process.cwd(), 'bin/run.js')} shell '${ws}'; echo $? > '${exitFile}'`
+    await run('tmux', ['new-session', '-d', '-s', session, '-x', '120', '-y', '30', cmd])
+    try {
+      const screen = async () => (await run('tmux', ['capture-pane', '-p', '-t', session])).stdout
+      const waitFor = async (pattern: RegExp) => {
+        const deadline = Date.now() + 60_000
+        while (Date.now() < deadline) {
+          if (pattern.test(await screen())) return
+          await new Promise((r) => setTimeout(r, 100))
+        }
+        throw new Error(`timed out waiting for ${pattern}; screen:\n${await screen()}`)
+      }
+      await waitFor(/\[sandbox\][^\n]*\$/)
+      await run('tmux', ['send-keys', '-t', session, 'echo tty=$(tty) user=$(id -un) answer=$((6*7))', 'Enter'])
+      await waitFor(/answer=42/)
+      const text = await screen()
+      expect(text).toMatch(/tty=\/dev\/pts\/\d+ user=node answer=42/)
+      expect(text).toContain('/workspace/shell')
+      await run('tmux', ['send-keys', '-t', session, 'exit 5', 'Enter'])
+      const deadline = Date.now() + 30_000
+      while (!existsSync(exitFile) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100))
+      expect(readFileSync(exitFile, 'utf8').trim()).toBe('5')
+    } finally {
+      await run('tmux', ['kill-session', '-t', session])
+    }
+  })
+})

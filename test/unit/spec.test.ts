@@ -1,0 +1,419 @@
+import {execFileSync} from 'node:child_process'
+import {describe, expect, it} from 'vitest'
+import {DEFAULTS, type Settings} from '../../src/lib/config/schema.js'
+import {
+  BASE_CAPS,
+  FIREWALL_CAPS,
+  buildSpec,
+  looksSecret,
+  parsePort,
+  parseSize,
+  secretValues,
+  shellQuote,
+  specHash,
+  toCreateOptions,
+  toDockerRunArgs,
+  type SandboxSpec,
+  type SpecOptions,
+} from '../../src/lib/spec.js'
+import {Names, describeWorkspace, md5, sanitizeBranch} from '../../src/lib/workspace.js'
+
+const ws = describeWorkspace('/home/me/My Repo', 1000, 1001)
+const settings = (over: Partial<Settings> = {}): Settings => ({...structuredClone(DEFAULTS), ...over})
+const protectedPaths: SpecOptions['protectedPaths'] = [{relative: '.git/hooks'}, {relative: '.agent-sandbox'}]
+
+describe('buildSpec', () => {
+  const spec = buildSpec(ws, settings(), {protectedPaths})
+
+  it('binds the workspace read-write at /workspace/<repoName>', () => {
+    expect(spec.mounts[0]).toEqual({type: 'bind', source: '/home/me/My Repo', target: '/workspace/My Repo', readOnly: false})
+    expect(spec.workdir).toBe('/workspace/My Repo')
+    expect(spec.name).toBe(Names.container(ws))
+    expect(spec.image).toBe(`${Names.image(ws)}:latest`)
+  })
+
+  it('mounts protected paths read-only over themselves', () => {
+    const ro = spec.mounts.filter((m) => m.readOnly)
+    expect(ro).toEqual([
+      {type: 'bind', source: '/home/me/My Repo/.git/hooks', target: '/workspace/My Repo/.git/hooks', readOnly: true},
+      {type: 'bind', source: '/home/me/My Repo/.agent-sandbox', target: '/workspace/My Repo/.agent-sandbox', readOnly: true},
+    ])
+  })
+
+  it('adds the shelf, history and agent config volumes and a tmpfs state dir', () => {
+    const byTarget = Object.fromEntries(spec.mounts.map((m) => [m.target, m]))
+    expect(byTarget['/repo-shelf']).toEqual({type: 'volume', source: `agent-sbx-repo-${ws.hash}`, target: '/repo-shelf', readOnly: false})
+    expect(byTarget['/commandhistory']).toMatchObject({type: 'volume', source: `agent-sandbox-${ws.hash}-history`})
+    expect(byTarget['/home/node/.claude']).toMatchObject({type: 'volume', source: 'agent-sandbox-claude-code-config'})
+    expect(byTarget['/home/node/.codex']).toMatchObject({type: 'volume', source: 'agent-sandbox-codex-config'})
+    expect(byTarget['/run/agent-sandbox']).toMatchObject({type: 'tmpfs'})
+    expect(spec.labels['dev.agent-sandbox.volumes'].split(',').sort()).toEqual(
+      [`agent-sbx-repo-${ws.hash}`, `agent-sandbox-${ws.hash}-history`, 'agent-sandbox-claude-code-config', 'agent-sandbox-codex-config'].sort(),
+    )
+  })
+
+  it('uses per-workspace agent config volumes when not shared', () => {
+    const priv = buildSpec(ws, settings({sharedAgentConfig: false}), {protectedPaths: []})
+    const sources = priv.mounts.map((m) => m.source)
+    expect(sources).toContain(`agent-sandbox-${ws.hash}-claude-code-config`)
+    expect(sources).toContain(`agent-sandbox-${ws.hash}-codex-config`)
+    expect(sources).not.toContain('agent-sandbox-claude-code-config')
+  })
+
+  it('runs the entrypoint as root and agents as node', () => {
+    expect(spec.user).toBe('root')
+    expect(spec.execUser).toBe('node')
+    expect(spec.init).toBe(true)
+  })
+
+  it('drops all capabilities and adds only the firewall ones in firewall mode', () => {
+    expect(spec.capDrop).toEqual(['ALL'])
+    expect(spec.capAdd).toEqual(FIREWALL_CAPS)
+    expect(spec.capAdd).toContain('NET_ADMIN')
+    expect(spec.capAdd).not.toContain('SYS_ADMIN')
+    expect(spec.securityOpt).toContain('no-new-privileges')
+    expect(spec.networkMode).toBe('bridge')
+    expect(spec.env).toContainEqual({name: 'AGENT_SANDBOX_NETWORK', value: 'firewall', secret: false})
+  })
+
+  it.each(['none', 'open'] as const)('has no NET_ADMIN/NET_RAW in %s mode', (network) => {
+    const s = buildSpec(ws, settings({ports: ['3000']}), {protectedPaths, network})
+    expect(s.capAdd).toEqual(BASE_CAPS)
+    expect(s.capAdd).not.toContain('NET_ADMIN')
+    expect(s.capAdd).not.toContain('NET_RAW')
+    expect(s.capDrop).toEqual(['ALL'])
+    expect(s.env).toContainEqual({name: 'AGENT_SANDBOX_NETWORK', value: network, secret: false})
+    expect(s.labels['dev.agent-sandbox.network']).toBe(network)
+  })
+
+  it('uses networkMode none and no ports for network none', () => {
+    const s = buildSpec(ws, settings({ports: ['3000'], network: 'none'}), {protectedPaths})
+    expect(s.networkMode).toBe('none')
+    expect(s.ports).toEqual([])
+    expect(toCreateOptions(s).HostConfig?.PortBindings).toEqual({})
+    const open = buildSpec(ws, settings({network: 'open', dockerNetwork: 'corp'}), {protectedPaths})
+    expect(open.networkMode).toBe('corp')
+  })
+
+  it('lets options.network override the settings', () => {
+    expect(buildSpec(ws, settings({network: 'open'}), {protectedPaths, network: 'none'}).networkMode).toBe('none')
+  })
+
+  it('never exposes the engine socket or runs privileged', () => {
+    for (const network of ['firewall', 'none', 'open'] as const) {
+      const s = buildSpec(ws, settings({env: {FOO: 'bar'}}), {protectedPaths, network, branch: 'feat/x'})
+      for (const m of s.mounts) {
+        expect(m.source).not.toMatch(/docker\.sock|podman\.sock/)
+        expect(m.target).not.toMatch(/docker\.sock|podman\.sock/)
+      }
+      expect(s.env.map((e) => e.name)).not.toContain('DOCKER_HOST')
+      const create = toCreateOptions(s)
+      expect(create.HostConfig?.Privileged).toBe(false)
+      expect(create.Env?.some((e) => e.startsWith('DOCKER_HOST='))).toBe(false)
+      expect(toDockerRunArgs(s)).not.toContain('--privileged')
+      expect(toDockerRunArgs(s).join(' ')).not.toMatch(/docker\.sock/)
+    }
+  })
+
+  it('parses ports, binding to loopback by default, and announces inbound ports', () => {
+    const s = buildSpec(ws, settings({ports: ['3000', '8080:3000', '0.0.0.0:9000:9000/udp']}), {protectedPaths})
+    expect(s.ports).toEqual([
+      {hostIp: '127.0.0.1', hostPort: '3000', containerPort: '3000', protocol: 'tcp'},
+      {hostIp: '127.0.0.1', hostPort: '8080', containerPort: '3000', protocol: 'tcp'},
+      {hostIp: '0.0.0.0', hostPort: '9000', containerPort: '9000', protocol: 'udp'},
+    ])
+    expect(s.env).toContainEqual({name: 'AGENT_SANDBOX_INBOUND_PORTS', value: '3000,9000', secret: false})
+  })
+
+  it('passes allowed domains and the git identity', () => {
+    const s = buildSpec(ws, settings({allowDomains: ['a.com', 'b.com']}), {
+      protectedPaths,
+      extraAllowDomains: ['b.com', 'c.com'],
+      gitIdentity: {name: 'Ada Lovelace', email: 'ada@example.com'},
+    })
+    expect(s.env).toContainEqual({name: 'AGENT_SANDBOX_ALLOW_DOMAINS', value: 'a.com,b.com,c.com', secret: false})
+    expect(s.env).toContainEqual({name: 'AGENT_SANDBOX_GIT_NAME', value: 'Ada Lovelace', secret: false})
+    expect(s.env).toContainEqual({name: 'AGENT_SANDBOX_GIT_EMAIL', value: 'ada@example.com', secret: false})
+    expect(s.env).toContainEqual({name: 'AGENT_SANDBOX_UID', value: '1000', secret: false})
+    expect(s.env).toContainEqual({name: 'AGENT_SANDBOX_GID', value: '1001', secret: false})
+    expect(spec.env.map((e) => e.name)).not.toContain('AGENT_SANDBOX_ALLOW_DOMAINS')
+  })
+
+  it('flags secrets: secret-looking env names and secretEnv values', () => {
+    const s = buildSpec(ws, settings({env: {GITHUB_TOKEN: 'ghp_x', PLAIN: 'p'}, secretEnv: ['OPENAI_API_KEY', 'ABSENT']}), {
+      protectedPaths,
+      secretValues: {OPENAI_API_KEY: 'sk-123456'},
+    })
+    expect(s.env).toContainEqual({name: 'GITHUB_TOKEN', value: 'ghp_x', secret: true})
+    expect(s.env).toContainEqual({name: 'PLAIN', value: 'p', secret: false})
+    expect(s.env).toContainEqual({name: 'OPENAI_API_KEY', value: 'sk-123456', secret: true})
+    expect(s.env.map((e) => e.name)).not.toContain('ABSENT')
+    expect(secretValues(s).sort()).toEqual(['ghp_x', 'sk-123456'])
+  })
+
+  it('converts limits', () => {
+    const s = buildSpec(ws, settings({limits: {memory: '4g', cpus: 1.5, pids: 256}}), {protectedPaths})
+    expect(s.limits).toEqual({memoryBytes: 4 * 1024 ** 3, nanoCpus: 1_500_000_000, pids: 256})
+    expect(spec.limits).toEqual({})
+  })
+
+  it('puts a branch sandbox in its worktree', () => {
+    const s = buildSpec(ws, settings(), {protectedPaths, branch: 'feat/x'})
+    expect(s.workdir).toBe(`/repo-shelf/worktrees/${sanitizeBranch('feat/x')}`)
+    expect(s.name).toBe(Names.container(ws, 'feat/x'))
+    expect(s.labels['dev.agent-sandbox.branch']).toBe('feat/x')
+    expect(s.labels['dev.agent-sandbox.mode']).toBe('branch')
+  })
+
+  it('records its own hash in a label', () => {
+    expect(spec.labels['dev.agent-sandbox.spec']).toBe(specHash(spec))
+    expect(spec.labels['dev.agent-sandbox.hash']).toBe(md5('/home/me/My Repo'))
+  })
+})
+
+describe('specHash', () => {
+  const make = (over: Partial<Settings> = {}, opts: Partial<SpecOptions> = {}) => buildSpec(ws, settings(over), {protectedPaths, ...opts})
+
+  it('is stable for the same input', () => {
+    expect(specHash(make({env: {A: '1'}}))).toBe(specHash(make({env: {A: '1'}})))
+    expect(specHash(make())).toMatch(/^[0-9a-f]{12}$/)
+  })
+
+  it('changes when env, mounts, network or limits change', () => {
+    const base = specHash(make({env: {A: '1'}}))
+    expect(specHash(make({env: {A: '2'}}))).not.toBe(base)
+    expect(specHash(make({env: {A: '1', B: '1'}}))).not.toBe(base)
+    expect(specHash(make({env: {A: '1'}}, {protectedPaths: []}))).not.toBe(base)
+    expect(specHash(make({env: {A: '1'}, network: 'open'}))).not.toBe(base)
+    expect(specHash(make({env: {A: '1'}, limits: {pids: 100}}))).not.toBe(base)
+  })
+
+  it('does not depend on secret values', () => {
+    const a = make({secretEnv: ['API_TOKEN']}, {secretValues: {API_TOKEN: 'one'}})
+    const b = make({secretEnv: ['API_TOKEN']}, {secretValues: {API_TOKEN: 'two'}})
+    expect(specHash(a)).toBe(specHash(b))
+    expect(JSON.stringify(a.labels)).not.toContain('one')
+  })
+
+  it('ignores the spec label itself', () => {
+    const s = make()
+    const copy: SandboxSpec = {...s, labels: {...s.labels, 'dev.agent-sandbox.spec': 'something else'}}
+    expect(specHash(copy)).toBe(specHash(s))
+  })
+})
+
+/** Split a docker --mount value the way docker's CSV reader does. */
+function parseCsv(line: string): string[] {
+  const fields: string[] = []
+  let field = ''
+  let quoted = false
+  for (let i = 0; i < line.length; i++) {
+    const c = line[i]
+    if (quoted) {
+      if (c === '"' && line[i + 1] === '"') {
+        field += '"'
+        i++
+      } else if (c === '"') quoted = false
+      else field += c
+    } else if (c === '"') quoted = true
+    else if (c === ',') {
+      fields.push(field)
+      field = ''
+    } else field += c
+  }
+  fields.push(field)
+  return fields
+}
+
+interface ParsedRun {
+  options: Map<string, string[]>
+  mounts: Array<{type: string; source: string; target: string; readOnly: boolean}>
+  tmpfs: string[]
+  image: string
+  cmd: string[]
+}
+
+const FLAGS_WITH_VALUE = new Set(['--name', '--user', '--workdir', '--cap-drop', '--cap-add', '--security-opt', '--network', '--label', '--mount', '--tmpfs', '--env', '--publish', '--memory', '--memory-swap', '--cpus', '--pids-limit'])
+
+function parseRunArgs(args: string[]): ParsedRun {
+  expect(args[0]).toBe('run')
+  const options = new Map<string, string[]>()
+  let i = 1
+  for (; i < args.length && args[i].startsWith('--'); i++) {
+    const flag = args[i]
+    if (FLAGS_WITH_VALUE.has(flag)) {
+      options.set(flag, [...(options.get(flag) ?? []), args[++i]])
+    } else options.set(flag, [...(options.get(flag) ?? []), ''])
+  }
+  const mounts = (options.get('--mount') ?? []).map((value) => {
+    const fields = parseCsv(value)
+    const kv = Object.fromEntries(fields.filter((f) => f.includes('=')).map((f) => [f.slice(0, f.indexOf('=')), f.slice(f.indexOf('=') + 1)]))
+    return {type: kv.type, source: kv.source, target: kv.target, readOnly: fields.includes('readonly')}
+  })
+  return {options, mounts, tmpfs: options.get('--tmpfs') ?? [], image: args[i], cmd: args.slice(i + 1)}
+}
+
+describe('toDockerRunArgs', () => {
+  const spec = buildSpec(describeWorkspace('/srv/a,b "odd" repo', 1000, 1000), settings({
+    env: {PLAIN: 'x y', SESSION_COOKIE: 'c00kie-value'},
+    secretEnv: ['OPENAI_API_KEY'],
+    ports: ['8080:3000', '[::1]:9000:9000/udp'],
+    limits: {memory: '512m', cpus: 0.5, pids: 128},
+  }), {protectedPaths: [{relative: '.husky'}], secretValues: {OPENAI_API_KEY: 'sk-live-secret'}, cmd: ['sleep', 'infinity']})
+  const args = toDockerRunArgs(spec)
+  const run = parseRunArgs(args)
+
+  it('prints secrets as --env NAME references only', () => {
+    expect(run.options.get('--env')).toContain('OPENAI_API_KEY')
+    expect(run.options.get('--env')).toContain('SESSION_COOKIE')
+    expect(run.options.get('--env')).toContain('PLAIN=x y')
+    expect(args.join('\n')).not.toContain('sk-live-secret')
+    expect(args.join('\n')).not.toContain('c00kie-value')
+  })
+
+  it('CSV-quotes mount fields holding commas or quotes', () => {
+    const wsMount = args[args.indexOf('--mount') + 1]
+    expect(wsMount).toBe('type=bind,"source=/srv/a,b ""odd"" repo","target=/workspace/a,b ""odd"" repo"')
+    expect(run.mounts[0]).toEqual({type: 'bind', source: '/srv/a,b "odd" repo', target: '/workspace/a,b "odd" repo', readOnly: false})
+    expect(run.mounts[1]).toEqual({type: 'bind', source: '/srv/a,b "odd" repo/.husky', target: '/workspace/a,b "odd" repo/.husky', readOnly: true})
+    expect(run.mounts.find((m) => m.target === '/repo-shelf')).toBeDefined()
+    expect(args).toContain('type=volume,source=agent-sandbox-claude-code-config,target=/home/node/.claude')
+  })
+
+  it('prints limits, ports, caps and the image last', () => {
+    expect(run.options.get('--memory')).toEqual([`${512 * 1024 ** 2}b`])
+    expect(run.options.get('--memory-swap')).toEqual([`${512 * 1024 ** 2}b`])
+    expect(run.options.get('--cpus')).toEqual(['0.5'])
+    expect(run.options.get('--pids-limit')).toEqual(['128'])
+    expect(run.options.get('--publish')).toEqual(['127.0.0.1:8080:3000/tcp', '[::1]:9000:9000/udp'])
+    expect(run.options.get('--cap-drop')).toEqual(['ALL'])
+    expect(run.options.get('--security-opt')).toEqual(['no-new-privileges'])
+    expect(run.options.get('--user')).toEqual(['root'])
+    expect(run.options.has('--init')).toBe(true)
+    expect(run.options.has('--detach')).toBe(true)
+    expect(run.tmpfs).toEqual(['/run/agent-sandbox:mode=755'])
+    expect(run.image).toBe(spec.image)
+    expect(run.cmd).toEqual(['sleep', 'infinity'])
+  })
+
+  it('omits limits that are not set', () => {
+    const plain = toDockerRunArgs(buildSpec(ws, settings(), {protectedPaths}))
+    for (const flag of ['--memory', '--cpus', '--pids-limit', '--publish']) expect(plain).not.toContain(flag)
+  })
+
+  it('agrees with toCreateOptions on mounts, env, caps, network, limits and ports', () => {
+    const create = toCreateOptions(spec)
+    const host = create.HostConfig!
+    expect(run.mounts).toEqual((host.Mounts ?? []).map((m) => ({type: m.Type, source: m.Source, target: m.Target, readOnly: Boolean(m.ReadOnly)})))
+    expect(run.tmpfs).toEqual(Object.entries(host.Tmpfs ?? {}).map(([target, opts]) => `${target}:${opts}`))
+    const runEnv = run.options.get('--env') ?? []
+    expect(runEnv.map((e) => e.split('=')[0])).toEqual((create.Env ?? []).map((e) => e.split('=')[0]))
+    for (const entry of runEnv.filter((e) => e.includes('='))) expect(create.Env).toContain(entry)
+    for (const name of runEnv.filter((e) => !e.includes('='))) {
+      expect(create.Env?.find((e) => e.startsWith(`${name}=`))).toBe(`${name}=${spec.env.find((e) => e.name === name)?.value}`)
+    }
+    expect(run.options.get('--cap-add')).toEqual(host.CapAdd)
+    expect(run.options.get('--cap-drop')).toEqual(host.CapDrop)
+    expect(run.options.get('--security-opt')).toEqual(host.SecurityOpt)
+    expect(run.options.get('--network')).toEqual([host.NetworkMode])
+    expect(run.options.get('--user')).toEqual([create.User])
+    expect(run.options.get('--workdir')).toEqual([create.WorkingDir])
+    expect(run.options.get('--name')).toEqual([create.name])
+    expect(run.image).toBe(create.Image)
+    expect(run.cmd).toEqual(create.Cmd)
+    expect(run.options.get('--memory')).toEqual([`${host.Memory}b`])
+    expect(run.options.get('--cpus')).toEqual([String((host.NanoCpus ?? 0) / 1e9)])
+    expect(run.options.get('--pids-limit')).toEqual([String(host.PidsLimit)])
+    const labels = Object.fromEntries((run.options.get('--label') ?? []).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]))
+    expect(labels).toEqual(create.Labels)
+    const published = Object.entries(host.PortBindings as Record<string, Array<{HostIp: string; HostPort: string}>>).flatMap(([key, list]) =>
+      list.map((b) => `${b.HostIp.includes(':') ? `[${b.HostIp}]` : b.HostIp}:${b.HostPort}:${key}`),
+    )
+    expect(run.options.get('--publish')?.sort()).toEqual(published.sort())
+    expect(Object.keys(create.ExposedPorts ?? {}).sort()).toEqual(['3000/tcp', '9000/udp'])
+  })
+})
+
+describe('toCreateOptions', () => {
+  it('maps the spec to the engine API', () => {
+    const spec = buildSpec(ws, settings({limits: {memory: '1g'}}), {protectedPaths})
+    const create = toCreateOptions(spec)
+    expect(create.HostConfig).toMatchObject({
+      Init: true,
+      Privileged: false,
+      CapDrop: ['ALL'],
+      SecurityOpt: ['no-new-privileges'],
+      Memory: 1024 ** 3,
+      MemorySwap: 1024 ** 3,
+      Tmpfs: {'/run/agent-sandbox': 'mode=755'},
+    })
+    expect(create.HostConfig?.Mounts?.some((m) => (m.Type as string) === 'tmpfs')).toBe(false)
+    expect(create.HostConfig?.Mounts).toHaveLength(spec.mounts.length - 1)
+    expect(create.Env).toContain('AGENT_SANDBOX_NETWORK=firewall')
+  })
+})
+
+describe('shellQuote', () => {
+  const words = ['plain', 'with space', "it's", '"double"', '$(touch /tmp/pwned-by-test)', '`id`', '$HOME', 'naïve 日本語 🎉', 'a\nb', '', '-n', '*', 'back\\slash', "'", "''"]
+
+  it('leaves safe words alone and quotes the rest', () => {
+    expect(shellQuote('abc-1.2/x=y:z,@%+')).toBe('abc-1.2/x=y:z,@%+')
+    expect(shellQuote('a b')).toBe("'a b'")
+    expect(shellQuote("it's")).toBe(`'it'\\''s'`)
+    expect(shellQuote('')).toBe("''")
+  })
+
+  it('round-trips through sh', () => {
+    const script = words.map((w) => `printf '%s\\0' ${shellQuote(w)}`).join('; ')
+    const out = execFileSync('sh', ['-c', script], {encoding: 'utf8', cwd: '/'})
+    expect(out.split('\0').slice(0, -1)).toEqual(words)
+  })
+})
+
+describe('parsePort', () => {
+  it.each([
+    ['3000', {hostIp: '127.0.0.1', hostPort: '3000', containerPort: '3000', protocol: 'tcp'}],
+    ['8080:3000', {hostIp: '127.0.0.1', hostPort: '8080', containerPort: '3000', protocol: 'tcp'}],
+    ['0.0.0.0:8080:3000', {hostIp: '0.0.0.0', hostPort: '8080', containerPort: '3000', protocol: 'tcp'}],
+    ['127.0.0.1:8080:3000/udp', {hostIp: '127.0.0.1', hostPort: '8080', containerPort: '3000', protocol: 'udp'}],
+    ['53/udp', {hostIp: '127.0.0.1', hostPort: '53', containerPort: '53', protocol: 'udp'}],
+    ['[::1]:8080:3000', {hostIp: '::1', hostPort: '8080', containerPort: '3000', protocol: 'tcp'}],
+    ['[::]:3000', {hostIp: '::', hostPort: '3000', containerPort: '3000', protocol: 'tcp'}],
+  ])('%j', (text, expected) => {
+    expect(parsePort(text)).toEqual(expected)
+  })
+})
+
+describe('parseSize', () => {
+  it.each([
+    ['1024', 1024],
+    ['10b', 10],
+    ['1k', 1024],
+    ['512m', 512 * 1024 ** 2],
+    ['4g', 4 * 1024 ** 3],
+    ['4G', 4 * 1024 ** 3],
+    ['1.5g', 1.5 * 1024 ** 3],
+    [' 2m ', 2 * 1024 ** 2],
+  ])('%j → %d', (text, bytes) => {
+    expect(parseSize(text)).toBe(bytes)
+  })
+
+  it.each(['', 'g', '4gb', '-1m', '4 g', '1t'])('rejects %j', (text) => {
+    expect(() => parseSize(text)).toThrow(/not a size/)
+  })
+})
+
+describe('looksSecret', () => {
+  it.each(['GITHUB_TOKEN', 'OPENAI_API_KEY', 'APIKEY', 'db_password', 'AWS_SECRET_ACCESS_KEY', 'NPM_AUTH', 'SSH_PRIVATE_KEY', 'MY_CREDENTIALS', 'SESSION_ID', 'PASSPHRASE'])(
+    '%j looks secret',
+    (name) => expect(looksSecret(name)).toBe(true),
+  )
+  it.each(['PATH', 'HOME', 'NODE_ENV', 'LANG', 'EDITOR', 'DEBUG'])('%j does not', (name) => expect(looksSecret(name)).toBe(false))
+})
+
+describe('secretValues', () => {
+  it('lists non-empty secret values only', () => {
+    const spec = buildSpec(ws, settings({env: {EMPTY_TOKEN: '', VISIBLE: 'v'}, secretEnv: ['X']}), {protectedPaths, secretValues: {X: 'xval'}})
+    expect(secretValues(spec)).toEqual(['xval'])
+  })
+})
