@@ -50,12 +50,17 @@ renumber_user() {
 # Volumes may be new (root-owned) or come from a sandbox with another owner.
 own_volumes() {
   local dir
-  for dir in /commandhistory /home/node /home/node/.claude /home/node/.codex /repo-shelf; do
+  for dir in /commandhistory /home/node /home/node/.claude /home/node/.codex; do
     [[ -d "$dir" ]] || continue
     if [[ "$(stat -c %u "$dir")" != "$(id -u "$NODE_USER")" ]]; then
       chown -R "$NODE_USER:$NODE_USER" "$dir" 2>/dev/null || chown "$NODE_USER:$NODE_USER" "$dir"
     fi
   done
+  # The repo-shelf: only its top directory. Provisioning owns the rest, and the
+  # shelf repository's config is deliberately root's (see provision-shelf.sh).
+  if [[ -d /repo-shelf && "$(stat -c %u /repo-shelf)" != "$(id -u "$NODE_USER")" ]]; then
+    chown "$NODE_USER:$NODE_USER" /repo-shelf
+  fi
   [[ -e /commandhistory/.bash_history ]] || install -o "$NODE_USER" -g "$NODE_USER" -m 0600 /dev/null /commandhistory/.bash_history
 }
 

@@ -201,6 +201,10 @@ fw_write_allowlist() {
 # dnsmasq (>= 2.86) picks the longest matching domain, so `server=/D/...` wins over
 # `address=/#/` for D and its subdomains; every other name gets NXDOMAIN without
 # being forwarded. /etc/hosts is still read (the container's own hostname).
+# No answer cache: every lookup is forwarded, so an allowlisted host that moves to a
+# new address (a recreated container: Docker's DNS answers with TTL 600) is usable
+# at once, its new address reaching the ipset before the client sees it. A plain
+# container has no DNS cache either.
 fw_dnsmasq_conf() {
   local entry d up
   cat <<EOF
@@ -211,7 +215,7 @@ listen-address=127.0.0.1
 bind-interfaces
 port=53
 user=$FW_DNS_USER
-cache-size=1000
+cache-size=0
 log-queries
 log-facility=$FW_STATE/dnsmasq.log
 EOF

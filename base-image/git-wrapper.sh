@@ -59,10 +59,11 @@
 # programs placed on PATH; objects written by hash-object/stash and later
 # reached with reset or merge. Hooks on the remote and CI stay the backstop.
 #
-# Fast path: a few lines of bash, no subprocess, then `exec`. The real git is asked for
-# config only for commands that run hooks (one `git config` call), push (the
-# same call also reads remote.*), unknown commands (alias lookup) and config
-# writes of alias.* values.
+# Speed: for plain builtins a few lines at the top `exec` the real git before
+# the rest of this file is parsed, with no subprocess. The real git is asked
+# for config only by commands that run hooks (one `git config` call; for push
+# the same call also reads remote.*) and by unknown commands (one call that
+# reads all aliases).
 set -euo pipefail
 
 REAL_GIT=${AGENT_SANDBOX_REAL_GIT:-/usr/bin/git}
@@ -115,7 +116,7 @@ R_SEND_PACK="this command pushes without the pre-push hook or the sandbox's chec
 R_ALIAS_DEPTH="aliases nested this deep cannot be checked in the sandbox. Use the git command directly, or stop and ask the user."
 R_ALIAS_PARSE="this alias cannot be parsed (unclosed quote or trailing backslash), so it cannot be checked in the sandbox. Fix the alias, or stop and ask the user."
 R_AUTOCORRECT="unknown command while help.autocorrect is on: the guessed command cannot be checked in the sandbox. Spell the command out, or stop and ask the user."
-R_CONFIG_READ="the sandbox could not read the git configuration it has to check. Fix the configuration, or stop and ask the user."
+R_CONFIG_READ="the sandbox could not read the git configuration it has to check (git config failed). Fix the configuration, or stop and ask the user."
 
 # Commands that run client-side hooks: the environment and core.hooksPath are checked for them.
 HOOK_CMDS=" commit merge pull push am rebase cherry-pick revert checkout switch worktree gc hook receive-pack send-email "
@@ -188,6 +189,7 @@ CFG_GLOBALS=()
 WT_OVERRIDE=""      # set when the git dir or work tree is overridden (relative core.hooksPath check)
 PROBE=0             # 1 while checking an alias value being written: only static checks
 VIA=""              # how the blocked command was reached (aliases), for the message
+CUR_CMD=""          # the command being checked, for messages
 ALIASES_LOADED=0
 declare -A ALIASES=()
 AUTOCORRECT=""
@@ -536,14 +538,30 @@ split_cmdline() {
 
 is_builtin() { [[ $BUILTINS == *" $1 "* ]]; }
 
+# real_config ARRAY ARGS...: NUL-separated output of `git <globals> config ARGS` into
+# ARRAY. Exit status 1 (nothing found) is fine; anything else refuses the command.
+# The status travels as a last record, so no `wait` on the process substitution.
+real_config() {
+  local -n out=$1
+  local last
+  shift
+  mapfile -d '' -t out < <(
+    rc=0
+    "$REAL_GIT" "${CFG_GLOBALS[@]}" config "$@" 2>/dev/null || rc=$?
+    printf 'rc=%s\0' "$rc"
+  )
+  ((${#out[@]})) || block "git $CUR_CMD" "$R_CONFIG_READ"
+  last=${out[-1]}
+  unset 'out[-1]'
+  case $last in rc=0 | rc=1) ;; *) block "git $CUR_CMD" "$R_CONFIG_READ" ;; esac
+}
+
 # All aliases and help.autocorrect, read once with the command's own config view.
 load_aliases() {
   ((ALIASES_LOADED)) && return 0
   ALIASES_LOADED=1
-  local rc=0 recs=() i kv key
-  mapfile -d '' -t recs < <("$REAL_GIT" "${CFG_GLOBALS[@]}" config -z --get-regexp '^(alias\..*|help\.autocorrect)$' 2>/dev/null)
-  wait $! || rc=$?
-  if ((rc != 0 && rc != 1)); then block "git (rc=$rc)" "$R_CONFIG_READ"; fi
+  local recs=() i kv key
+  real_config recs -z --get-regexp '^(alias\..*|help\.autocorrect)$'
   for ((i = 0; i < ${#recs[@]}; i++)); do
     kv=${recs[i]} key=${kv%%$'\n'*}
     if [[ $kv == *$'\n'* ]]; then kv=${kv#*$'\n'}; else kv=true; fi
@@ -608,11 +626,9 @@ shell_check() {
 # ---------------------------------------------------------------- runtime (config) checks
 CFG_SCOPE=() CFG_KEY=() CFG_VAL=() CFG_HASVAL=()
 query_config() { # REGEX: fills CFG_* with -z --show-scope output of the real git
-  local rc=0 recs=() i kv
+  local recs=() i kv
   CFG_SCOPE=() CFG_KEY=() CFG_VAL=() CFG_HASVAL=()
-  mapfile -d '' -t recs < <("$REAL_GIT" "${CFG_GLOBALS[@]}" config -z --show-scope --get-regexp "$1" 2>/dev/null)
-  wait $! || rc=$?
-  if ((rc != 0 && rc != 1)); then block "git (rc=$rc)" "$R_CONFIG_READ"; fi
+  real_config recs -z --show-scope --get-regexp "$1"
   for ((i = 0; i + 1 < ${#recs[@]}; i += 2)); do
     kv=${recs[i + 1]}
     CFG_SCOPE+=("${recs[i]}") CFG_KEY+=("${kv%%$'\n'*}")
@@ -746,6 +762,7 @@ check_alias() {
 check_subcommand() {
   local depth=$1 cmd=$2
   shift 2
+  CUR_CMD=$cmd
   case $cmd in
     commit)
       load_spec "$SPEC_COMMIT"

@@ -145,6 +145,11 @@ rules() {
   fi
   printf -- '-A OUTPUT -m set --match-set %s dst -j ACCEPT\n' "$set"
   [ "$fam" = 4 ] && printf -- '-A OUTPUT -m set --match-set %s dst -j ACCEPT\n' "$FW_NET4"
+  if [ "$fam" = 6 ]; then
+    # Multicast listener reports, sent by the kernel itself when eth0 comes up: dropped
+    # unlogged, so that they do not fill the denied-connection log.
+    printf -- '-A OUTPUT -p ipv6-icmp -m icmp6 --icmpv6-type %s -j DROP\n' 131 143
+  fi
   printf -- '-A OUTPUT -m limit --limit 20/s -j NFLOG --nflog-group %s --nflog-prefix agent-sandbox-deny\n' "$FW_NFLOG_GROUP"
   printf -- '-A OUTPUT -p tcp -j REJECT --reject-with tcp-reset\n'
   printf -- '-A OUTPUT -j REJECT --reject-with %s\n' "$reject"
@@ -195,11 +200,14 @@ for b in "${order[@]}"; do
     errors+=("$b: $t not found")
     continue
   fi
-  if "$t" < "$TMP/rules4" 2> "$TMP/restore4.err"; then
+  rc=0
+  "$t" < "$TMP/rules4" 2> "$TMP/restore4.err" || rc=$?
+  if [ "$rc" = 0 ]; then
     BACKEND="$b"
     break
   fi
-  errors+=("$b: $(last_line "$TMP/restore4.err")")
+  why="$(last_line "$TMP/restore4.err")"
+  errors+=("$b: ${why:-$t exited with status $rc}")
 done
 if [ -z "$BACKEND" ]; then
   msg="$(printf '%s; ' "${errors[@]}")"
@@ -227,6 +235,8 @@ if ! command -v "$t6" > /dev/null 2>&1; then
 elif "$t6" < "$TMP/rules6" 2> "$TMP/restore6.err"; then
   ok6=1
 else
+  rc=$?
+  [ -s "$TMP/restore6.err" ] || printf '%s exited with status %s\n' "$t6" "$rc" > "$TMP/restore6.err"
   ok6=0
 fi
 if [ "$ok6" = 0 ]; then

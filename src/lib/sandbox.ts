@@ -11,6 +11,7 @@ import {NotInitialisedError, NotReadyError, SandboxError} from './errors.js'
 import {hostGitIdentity} from './gitconfig.js'
 import {buildRepoImage} from './images.js'
 import {withLock} from './lock.js'
+import {provisionBranch} from './shelf.js'
 import {createPlaceholders, fsKindOf, planProtectedPaths} from './protected.js'
 import {silentReporter, type Reporter} from './reporter.js'
 import {buildSpec, STATE_DIR, toCreateOptions, type SandboxSpec} from './spec.js'
@@ -90,6 +91,9 @@ export async function startSandbox(ctx: Context, ws: Workspace, options: Sandbox
       if (existing?.running) {
         await waitReady(ctx, existing)
         return {name, action: 'running' as const, container: existing}
+      }
+      if (options.branch !== undefined) {
+        await provisionBranch(ctx.engine, ws, options.branch, {baseTag: options.baseTag, reporter, env: ctx.env})
       }
       const prepared = await prepareSandbox(ws, options, ctx.env)
       for (const s of prepared.skipped) reporter.warn(`protected path ${s.relative} not mounted: ${s.reason}`)

@@ -42,7 +42,7 @@ build_fixture() {
     "$REAL_GIT" config user.email test@example.invalid
     "$REAL_GIT" config pull.rebase false
     "$REAL_GIT" config commit.gpgsign false
-    "$REAL_GIT" remote add origin "$tpl/origin.git"
+    "$REAL_GIT" remote add origin ../origin.git # relative: the copies need no rewrite
     c() { echo "$1" >"$1.txt"; "$REAL_GIT" add "$1.txt"; "$REAL_GIT" commit -qm "$1"; }
     c A
     "$REAL_GIT" branch topic
@@ -90,7 +90,6 @@ build_fixture() {
 wrapper_setup() {
   common_setup
   cp -a "$FIXTURE/." "$TEST_TMP/"
-  "$REAL_GIT" -C "$TEST_TMP/work" remote set-url origin "$TEST_TMP/origin.git"
   ln -s "$ROOT/base-image/git-wrapper.sh" "$STUB_BIN/git"
   export AGENT_SANDBOX_REAL_GIT=$REAL_GIT
   unset HUSKY HUSKY_SKIP_HOOKS LEFTHOOK LEFTHOOK_EXCLUDE SKIP GIT_DIR GIT_WORK_TREE \
@@ -103,23 +102,37 @@ hooks_pass() { echo pass >"${1:-.}/.git/hooks-mode"; }
 stage_change() { echo "change $RANDOM" >>A.txt && real_git add A.txt; }
 origin_rev() { real_git --git-dir="$ORIGIN" rev-parse -q --verify "refs/heads/$1" || echo missing; }
 
-# Everything a bypass could change: local refs and HEAD, the origin's refs,
-# the repository and global config files.
+# Everything a bypass could change, into SNAP: local refs and HEAD, the
+# origin's refs, the repository and global config files (2 processes only).
 snapshot() {
-  real_git for-each-ref --format='%(refname) %(objectname)'
-  real_git --git-dir="$ORIGIN" for-each-ref --format='origin %(refname) %(objectname)'
-  echo "$(<.git/HEAD)"
-  echo "$(<.git/config)"
-  [[ ! -e $HOME/.gitconfig ]] || echo "$(<"$HOME/.gitconfig")"
+  local refs origin head="" cfg="" global=""
+  refs=$("$REAL_GIT" for-each-ref --format='%(refname) %(objectname)')
+  origin=$("$REAL_GIT" --git-dir="$ORIGIN" for-each-ref --format='%(refname) %(objectname)')
+  IFS= read -r -d '' head <.git/HEAD || true
+  IFS= read -r -d '' cfg <.git/config || true
+  [[ ! -e $HOME/.gitconfig ]] || IFS= read -r -d '' global <"$HOME/.gitconfig" || true
+  SNAP="$refs
+-- origin
+$origin
+-- HEAD $head-- config
+$cfg-- global
+$global"
 }
 
 # assert_blocked CMD...: exit 1, exactly one line on stderr from the wrapper
 # that names the command and says to stop and ask the user, and nothing changed.
+# (Runs CMD directly rather than with bats' `run`: it is called 160 times.)
 assert_blocked() {
-  local before after
-  before=$(snapshot)
-  run --separate-stderr "$@"
-  after=$(snapshot)
+  local before
+  snapshot
+  before=$SNAP
+  status=0
+  "$@" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" </dev/null || status=$?
+  output="" stderr=""
+  IFS= read -r -d '' output <"$BATS_TEST_TMPDIR/out" || true
+  IFS= read -r -d '' stderr <"$BATS_TEST_TMPDIR/err" || true
+  stderr=${stderr%$'\n'}
+  snapshot
   if [[ $status -ne 1 ]]; then
     fail "expected exit 1 from: $* (got $status)
 stderr: $stderr"
@@ -128,9 +141,9 @@ stderr: $stderr"
     fail "expected one agent-sandbox line from: $*
 stderr: $stderr"
   fi
-  if [[ $before != "$after" ]]; then
+  if [[ $before != "$SNAP" ]]; then
     fail "state changed by blocked command: $*
-$(diff <(echo "$before") <(echo "$after"))"
+$(diff <(echo "$before") <(echo "$SNAP"))"
   fi
 }
 

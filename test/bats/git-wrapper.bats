@@ -392,7 +392,9 @@ teardown() {
   assert_blocked git commit-tree 'HEAD^{tree}' -p HEAD -m x
   assert_equal "$output" ""
   assert_blocked git symbolic-ref refs/heads/main refs/heads/side
-  assert_blocked git symbolic-ref -d HEAD
+  real_git symbolic-ref refs/heads/link refs/heads/side
+  assert_blocked git symbolic-ref -d refs/heads/link
+  assert_blocked git symbolic-ref --delete refs/heads/link
 }
 
 # ------------------------------------------------------------ honest work: commits

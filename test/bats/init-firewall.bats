@@ -194,7 +194,7 @@ assert_nothing_loaded() {
   run cat "$AGENT_SANDBOX_STATE_DIR/dnsmasq.conf"
   local opt
   for opt in no-resolv no-poll listen-address=127.0.0.1 bind-interfaces port=53 user=dnsmasq \
-    cache-size=1000 log-queries "log-facility=$AGENT_SANDBOX_STATE_DIR/dnsmasq.log"; do
+    cache-size=0 log-queries "log-facility=$AGENT_SANDBOX_STATE_DIR/dnsmasq.log"; do
     assert_line "$opt"
   done
   assert_line 'server=/example.com/127.0.0.11'
@@ -386,6 +386,15 @@ assert_nothing_loaded() {
   refute_line --partial 'agent-sandbox-allow4'
   refute_line --partial 'agent-sandbox-net4'
   refute_line --partial '127.0.0.11'
+  # The kernel's own multicast listener reports are dropped before the NFLOG rule, unlogged.
+  local mld nflog
+  mld="$(line_no '-A OUTPUT -p ipv6-icmp -m icmp6 --icmpv6-type 143 -j DROP' "$TEST_TMP/rules6")"
+  nflog="$(grep -n -- '-j NFLOG' "$TEST_TMP/rules6" | cut -d: -f1)"
+  [ -n "$mld" ]
+  [ "$mld" -lt "$nflog" ]
+  grep -qxF -- '-A OUTPUT -p ipv6-icmp -m icmp6 --icmpv6-type 131 -j DROP' "$TEST_TMP/rules6"
+  run grep -- '--icmpv6-type' "$TEST_TMP/rules4"
+  assert_failure
 }
 
 @test "falls back to iptables-legacy when the default iptables cannot load the rules" {
@@ -418,6 +427,24 @@ assert_nothing_loaded() {
   run "$SCRIPT"
   assert_failure
   assert_line --index $((${#lines[@]} - 1)) "init-firewall: cannot load IPv4 rules (nft: nft says no; legacy: legacy says no)"
+}
+
+@test "a backend that fails without a message is named with its exit status" {
+  stub iptables-restore 'exit 1'
+  stub iptables-legacy-restore 'exit 3'
+  run "$SCRIPT"
+  assert_failure
+  assert_line --index $((${#lines[@]} - 1)) \
+    "init-firewall: cannot load IPv4 rules (nft: iptables-restore exited with status 1; legacy: iptables-legacy-restore exited with status 3)"
+}
+
+@test "IPv6 enabled and ip6tables-restore failing silently: fatal, with its exit status" {
+  ipv6 on
+  stub ip6tables-restore 'exit 2'
+  run "$SCRIPT"
+  assert_failure
+  assert_line --index $((${#lines[@]} - 1)) \
+    "init-firewall: IPv6 is enabled but the IPv6 rules could not be loaded: ip6tables-restore exited with status 2"
 }
 
 @test "a default iptables that is itself legacy is recorded as legacy" {

@@ -9,8 +9,12 @@ import {fileURLToPath} from 'node:url'
 
 export const REPO = resolve(fileURLToPath(new URL('../../', import.meta.url)))
 export const BIN = join(REPO, 'bin', 'run.js')
-/** Every workspace a test makes lives under here, so teardown can find its resources. */
-export const TEST_ROOT = '/tmp/agent-sandbox-it'
+/**
+ * Every workspace a test makes lives under here, so teardown can find its
+ * resources by their workspace label. AGENT_SANDBOX_IT_ID keeps concurrent
+ * runs on one engine (several developers, or CI) out of each other's way.
+ */
+export const TEST_ROOT = `/tmp/agent-sandbox-it-${(process.env.AGENT_SANDBOX_IT_ID ?? 'main').replace(/[^A-Za-z0-9_-]/g, '_')}`
 /** Owner of test workspaces: not root and not 1000, so renumbering `node` is exercised. */
 export const TEST_UID = 1234
 export const TEST_GID = 1234

@@ -35,7 +35,7 @@ async function toolVersions(image: string): Promise<string> {
     'jq --version',
     'fzf --version',
     'iptables --version',
-    'ipset --version',
+    'command -v ipset dnsmasq tcpdump',
     'dig -v 2>&1',
     'command -v git',
     'id node',
