@@ -15,12 +15,19 @@ set -euo pipefail
 STATE="${AGENT_SANDBOX_STATE_DIR:-/run/agent-sandbox}"
 FIREWALL="${AGENT_SANDBOX_FIREWALL_SCRIPT:-/usr/local/sbin/init-firewall.sh}"
 NODE_USER="${AGENT_SANDBOX_USER:-node}"
+# Overridable only so that the bats tests can point them at temporary directories.
+NODE_HOME="${AGENT_SANDBOX_USER_HOME:-/home/$NODE_USER}"
+HISTORY_DIR="${AGENT_SANDBOX_HISTORY_DIR:-/commandhistory}"
+SHELF="${AGENT_SANDBOX_SHELF:-/repo-shelf}"
+
+FAIL_EXIT=1
+SETUP_LOG=/dev/stderr
 
 fail() {
   mkdir -p "$STATE"
   printf '%s\n' "$*" > "$STATE/failed"
   printf 'agent-sandbox: %s\n' "$*" >&2
-  exit 1
+  exit "$FAIL_EXIT"
 }
 
 prepare_state() {
@@ -50,18 +57,27 @@ renumber_user() {
 # Volumes may be new (root-owned) or come from a sandbox with another owner.
 own_volumes() {
   local dir
-  for dir in /commandhistory /home/node /home/node/.claude /home/node/.codex; do
+  for dir in "$HISTORY_DIR" "$NODE_HOME" "$NODE_HOME/.claude" "$NODE_HOME/.codex"; do
     [[ -d "$dir" ]] || continue
     if [[ "$(stat -c %u "$dir")" != "$(id -u "$NODE_USER")" ]]; then
       chown -R "$NODE_USER:$NODE_USER" "$dir" 2>/dev/null || chown "$NODE_USER:$NODE_USER" "$dir"
     fi
   done
+  # The agent config volumes are shared, and files may be put there from outside
+  # this sandbox (codex-init-config, a sandbox of another workspace owner). Their
+  # credentials are mode 0600, so every file must be node's, not only the top.
+  for dir in "$NODE_HOME/.claude" "$NODE_HOME/.codex"; do
+    [[ -d "$dir" ]] || continue
+    if [[ -n "$(find "$dir" -mindepth 1 ! -uid "$(id -u "$NODE_USER")" -print -quit 2>/dev/null)" ]]; then
+      chown -R "$NODE_USER:$NODE_USER" "$dir" 2>/dev/null || true
+    fi
+  done
   # The repo-shelf: only its top directory. Provisioning owns the rest, and the
   # shelf repository's config is deliberately root's (see provision-shelf.sh).
-  if [[ -d /repo-shelf && "$(stat -c %u /repo-shelf)" != "$(id -u "$NODE_USER")" ]]; then
-    chown "$NODE_USER:$NODE_USER" /repo-shelf
+  if [[ -d "$SHELF" && "$(stat -c %u "$SHELF")" != "$(id -u "$NODE_USER")" ]]; then
+    chown "$NODE_USER:$NODE_USER" "$SHELF"
   fi
-  [[ -e /commandhistory/.bash_history ]] || install -o "$NODE_USER" -g "$NODE_USER" -m 0600 /dev/null /commandhistory/.bash_history
+  [[ -e "$HISTORY_DIR/.bash_history" ]] || install -o "$NODE_USER" -g "$NODE_USER" -m 0600 /dev/null "$HISTORY_DIR/.bash_history"
 }
 
 set_git_identity() {
@@ -70,7 +86,7 @@ set_git_identity() {
     if [[ "$key" == name ]]; then value="${AGENT_SANDBOX_GIT_NAME:-}"; else value="${AGENT_SANDBOX_GIT_EMAIL:-}"; fi
     [[ -n "$value" ]] || continue
     setpriv --reuid="$NODE_USER" --regid="$NODE_USER" --init-groups \
-      env HOME="/home/$NODE_USER" /usr/bin/git config --global "user.$key" "$value" \
+      env HOME="$NODE_HOME" /usr/bin/git config --global "user.$key" "$value" \
       || fail "cannot set git user.$key"
   done
 }
@@ -82,28 +98,68 @@ setup_network() {
       if ! err="$("$FIREWALL" 2>&1 >/dev/null)"; then
         fail "firewall set-up failed: $(printf '%s\n' "$err" | grep -v '^$' | tail -n 1)"
       fi
-      [[ -z "$err" ]] || printf '%s\n' "$err" >&2
+      [[ -z "$err" ]] || printf '%s\n' "$err" >>"$SETUP_LOG"
       ;;
     none) ;;
-    open) printf 'agent-sandbox: WARNING: network mode "open": egress is NOT filtered in this sandbox\n' >&2 ;;
+    open) printf 'agent-sandbox: WARNING: network mode "open": egress is NOT filtered in this sandbox\n' >>"$SETUP_LOG" ;;
     *) fail "unknown AGENT_SANDBOX_NETWORK: ${AGENT_SANDBOX_NETWORK}" ;;
   esac
 }
 
+# How many forks the pids cgroup has refused so far (cgroup v2, then v1).
+pids_refused() {
+  local file
+  for file in "${AGENT_SANDBOX_CGROUP_DIR:-/sys/fs/cgroup}/pids.events" "${AGENT_SANDBOX_CGROUP_DIR:-/sys/fs/cgroup}/pids/pids.events"; do
+    if [[ -r "$file" ]]; then
+      awk '$1 == "max" { print $2; found = 1 } END { if (!found) print 0 }' "$file"
+      return
+    fi
+  done
+  echo 0
+}
+
+# One-shot mode: run CMD as node, pass signals on, and say if the pids limit bit.
+run_command() {
+  local before child rc=0 hits
+  before="$(pids_refused)"
+  setpriv --reuid="$NODE_USER" --regid="$NODE_USER" --init-groups --inh-caps=-all \
+    env HOME="$NODE_HOME" USER="$NODE_USER" LOGNAME="$NODE_USER" "$@" <&0 &
+  child=$!
+  # bash reports a signalled job ("Killed …") on its own stderr: keep that out
+  # of the command's output, and write our own notes to the saved stderr.
+  exec 3>&2 2>/dev/null
+  trap 'kill -TERM "$child" 2>/dev/null || true' TERM INT HUP
+  while :; do
+    wait "$child" && rc=0 || rc=$?
+    # A trapped signal interrupts wait; keep waiting while the command lives.
+    kill -0 "$child" 2>/dev/null || break
+  done
+  hits=$(( $(pids_refused) - before ))
+  if (( hits > 0 )); then
+    printf 'agent-sandbox: pids limit reached: %d forks refused\n' "$hits" >&3
+  fi
+  exit "$rc"
+}
+
 main() {
+  # With a command (one-shot run), set-up failure exits 125 so that the CLI
+  # can tell it from the command's own exit code; set-up warnings go to the
+  # state directory instead of the command's stderr.
+  if [[ "$#" -gt 0 ]]; then
+    FAIL_EXIT=125
+    SETUP_LOG="$STATE/setup.log"
+  fi
   prepare_state
   renumber_user
   own_volumes
   set_git_identity
   setup_network
   : > "$STATE/ready"
-  printf 'agent-sandbox: ready\n'
   if [[ "$#" -eq 0 ]]; then
+    printf 'agent-sandbox: ready\n'
     exec sleep infinity
   fi
-  local home="/home/$NODE_USER"
-  exec setpriv --reuid="$NODE_USER" --regid="$NODE_USER" --init-groups --inh-caps=-all \
-    env HOME="$home" USER="$NODE_USER" LOGNAME="$NODE_USER" "$@"
+  run_command "$@"
 }
 
 main "$@"

@@ -31,7 +31,8 @@ repo_name="$1" branch="$2" branch_dir="$3" origin_url="$4" hooks_path="$5" uid="
 SHELF="${AGENT_SANDBOX_SHELF:-/repo-shelf}"
 REPO="$SHELF/repo"
 WORKTREES="$SHELF/worktrees"
-HOST_URL="file:///workspace/$repo_name"
+WORKSPACE_ROOT="${AGENT_SANDBOX_WORKSPACE_ROOT:-/workspace}"
+HOST_URL="file://$WORKSPACE_ROOT/$repo_name"
 GIT="${AGENT_SANDBOX_REAL_GIT:-/usr/bin/git}"
 FETCH_TIMEOUT="${AGENT_SANDBOX_FETCH_TIMEOUT:-30}"
 
@@ -78,7 +79,7 @@ if [ -n "$origin_url" ]; then
 else
   g -C "$REPO" remote remove origin >/dev/null 2>&1 || true
 fi
-fetch host || abort "cannot fetch from the host repository at /workspace/$repo_name"
+fetch host || abort "cannot fetch from the host repository at $WORKSPACE_ROOT/$repo_name"
 
 has_ref() { g -C "$REPO" show-ref --verify --quiet "$1"; }
 

@@ -2,7 +2,7 @@
  * The command layer's shared base: it builds the engine and the reporter once,
  * and is the only place where SandboxErrors become messages and exit codes.
  */
-import {Command, Flags, type Interfaces} from '@oclif/core'
+import {Command, Errors, Flags, type Interfaces} from '@oclif/core'
 import type {Engine} from '../lib/engine/index.js'
 import {ExitCode, isSandboxError} from '../lib/errors.js'
 import type {Reporter} from '../lib/reporter.js'
@@ -42,16 +42,23 @@ export abstract class BaseCommand extends Command {
   }
 
   protected override async catch(error: Interfaces.CommandError): Promise<unknown> {
+    // this.exit(n) is an ExitError: the command chose its exit code (e.g. exec passing one through).
+    if (error instanceof Errors.ExitError) return super.catch(error)
     if (isSandboxError(error)) {
       const hint = error.hint ? ` (hint: ${error.hint})` : ''
       process.stderr.write(`agent-sandbox: error: ${redact(error.message, this.secrets)}${redact(hint, this.secrets)}\n`)
       if (process.env.AGENT_SANDBOX_DEBUG && error.cause) console.error(error.cause)
       return this.exit(error.exitCode)
     }
-    const code = (error as {oclif?: {exit?: number}}).oclif?.exit
-    if (code !== undefined && code !== ExitCode.usage) return super.catch(error)
-    if (code === ExitCode.usage || /Unexpected argument|Nonexistent flag|Missing required|Expected --|flag value/.test(error.message)) {
-      process.stderr.write(`agent-sandbox: error: ${error.message.split('\n')[0]} (hint: see --help)\n`)
+    if (error instanceof Errors.CLIError) {
+      // oclif's own parse errors: unknown flags, bad option values, missing arguments.
+      const message = error.message
+        .split('\n')
+        .filter((line) => !/See more help/.test(line))
+        .join(' ')
+        .replace(/\s+/g, ' ')
+        .trim()
+      process.stderr.write(`agent-sandbox: error: ${message} (hint: see --help)\n`)
       return this.exit(ExitCode.usage)
     }
     process.stderr.write(`agent-sandbox: error: ${redact(error.message, this.secrets)}\n`)

@@ -1,6 +1,6 @@
 import {Flags} from '@oclif/core'
 import {BaseCommand} from '../cli/base.js'
-import {baseTagFlag, branchFlag, networkFlag, pathArg} from '../cli/flags.js'
+import {baseTagFlag, branchFlag, limitFlags, limitsFrom, networkFlag, pathArg} from '../cli/flags.js'
 import {startSandbox} from '../lib/sandbox.js'
 import {resolveWorkspace} from '../lib/workspace.js'
 import type {NetworkMode} from '../lib/config/schema.js'
@@ -14,6 +14,7 @@ export default class Start extends BaseCommand {
     'base-tag': baseTagFlag,
     branch: branchFlag,
     build: Flags.boolean({description: 'build the image if it is missing'}),
+    ...limitFlags,
     json: Flags.boolean({description: 'print the result as JSON'}),
     network: networkFlag,
   }
@@ -28,6 +29,7 @@ export default class Start extends BaseCommand {
       build: flags.build,
       network: flags.network as NetworkMode | undefined,
       allowDomains: flags['allow-domain'],
+      flags: limitsFrom(flags) ? {limits: limitsFrom(flags)} : undefined,
     })
     if (result.container.labels['dev.agent-sandbox.network'] === 'open') {
       this.reporter.warn('network mode "open": egress from this sandbox is NOT filtered')

@@ -30,6 +30,10 @@ export interface SandboxOptions {
   allowDomains?: string[]
   /** Settings given as flags (highest layer). */
   flags?: ConfigFile
+  /** For one-shot and API containers: their own name, command and labels. */
+  name?: string
+  cmd?: string[]
+  labels?: Record<string, string>
 }
 
 export function isInitialised(ws: Workspace): boolean {
@@ -67,6 +71,9 @@ export async function prepareSandbox(ws: Workspace, options: SandboxOptions, env
     gitIdentity: await hostGitIdentity(),
     secretValues,
     extraAllowDomains: options.allowDomains,
+    name: options.name,
+    cmd: options.cmd,
+    labels: options.labels,
   })
   return {spec, settings, placeholders: plan.placeholders, skipped: plan.skipped}
 }
@@ -148,7 +155,7 @@ async function createAndStart(ctx: Context, ws: Workspace, prepared: PreparedSan
   }
 }
 
-async function ensureVolumes(ctx: Context, ws: Workspace, spec: SandboxSpec): Promise<void> {
+export async function ensureVolumes(ctx: Context, ws: Workspace, spec: SandboxSpec): Promise<void> {
   const base = {[Labels.managed]: 'true'}
   await Promise.all(
     spec.mounts

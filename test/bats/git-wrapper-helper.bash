@@ -30,13 +30,13 @@ HOOK
 #   husky       a repo with core.hooksPath=.husky (relative, like husky), hooks fail by default
 #   s.patch     the side commit, for git am
 build_fixture() {
-  local tpl=$1 g=(-c init.defaultBranch=main -c advice.detachedHead=false)
+  local tpl=$1 g=(-c init.defaultBranch=main -c advice.detachedHead=false -c core.logAllRefUpdates=false)
   mkdir -p "$tpl"
   (
     set -e
     cd "$tpl"
-    "$REAL_GIT" "${g[@]}" init -q --bare origin.git
-    "$REAL_GIT" "${g[@]}" init -q work
+    "$REAL_GIT" "${g[@]}" init -q --template= --bare origin.git
+    "$REAL_GIT" "${g[@]}" init -q --template= work
     cd work
     "$REAL_GIT" config user.name "Sandbox Test"
     "$REAL_GIT" config user.email test@example.invalid
@@ -67,12 +67,13 @@ build_fixture() {
     c L
     "$REAL_GIT" tag v1
     "$REAL_GIT" format-patch -q -1 side --stdout >"$tpl/s.patch"
+    mkdir .git/hooks
     for h in pre-commit commit-msg pre-merge-commit pre-push pre-rebase applypatch-msg pre-applypatch; do
       write_hook ".git/hooks/$h"
     done
     echo fail >.git/hooks-mode
     cd "$tpl"
-    "$REAL_GIT" "${g[@]}" init -q husky
+    "$REAL_GIT" "${g[@]}" init -q --template= husky
     cd husky
     "$REAL_GIT" config user.name "Sandbox Test"
     "$REAL_GIT" config user.email test@example.invalid
@@ -83,6 +84,13 @@ build_fixture() {
     "$REAL_GIT" add .gitignore .husky
     "$REAL_GIT" commit -qm init --no-verify
     "$REAL_GIT" config core.hooksPath .husky
+    # Few files to copy per test: packed objects and refs, no reflogs.
+    for r in "$tpl/origin.git" "$tpl/work/.git" "$tpl/husky/.git"; do
+      "$REAL_GIT" --git-dir="$r" repack -adq
+      "$REAL_GIT" --git-dir="$r" pack-refs --all
+      "$REAL_GIT" --git-dir="$r" prune
+      rm -rf "$r/logs"
+    done
   )
 }
 
@@ -103,20 +111,29 @@ stage_change() { echo "change $RANDOM" >>A.txt && real_git add A.txt; }
 origin_rev() { real_git --git-dir="$ORIGIN" rev-parse -q --verify "refs/heads/$1" || echo missing; }
 
 # Everything a bypass could change, into SNAP: local refs and HEAD, the
-# origin's refs, the repository and global config files (2 processes only).
+# origin's refs, the repository and global config files. Read directly from
+# the files (loose refs and packed-refs), so that it costs no process.
+snap_files() { # DIR LABEL
+  local f v
+  for f in "$1"/refs/** "$1"/packed-refs "$1"/HEAD "$1"/config; do
+    [[ -f $f ]] || continue
+    v=""
+    IFS= read -r -d '' v <"$f" || true
+    SNAP+="$2 ${f#"$1"/}: $v"$'\n'
+  done
+}
+
 snapshot() {
-  local refs origin head="" cfg="" global=""
-  refs=$("$REAL_GIT" for-each-ref --format='%(refname) %(objectname)')
-  origin=$("$REAL_GIT" --git-dir="$ORIGIN" for-each-ref --format='%(refname) %(objectname)')
-  IFS= read -r -d '' head <.git/HEAD || true
-  IFS= read -r -d '' cfg <.git/config || true
-  [[ ! -e $HOME/.gitconfig ]] || IFS= read -r -d '' global <"$HOME/.gitconfig" || true
-  SNAP="$refs
--- origin
-$origin
--- HEAD $head-- config
-$cfg-- global
-$global"
+  SNAP=""
+  shopt -s globstar nullglob
+  snap_files .git local
+  snap_files "$ORIGIN" origin
+  shopt -u globstar nullglob
+  if [[ -e $HOME/.gitconfig ]]; then
+    local global=""
+    IFS= read -r -d '' global <"$HOME/.gitconfig" || true
+    SNAP+="global: $global"
+  fi
 }
 
 # assert_blocked CMD...: exit 1, exactly one line on stderr from the wrapper

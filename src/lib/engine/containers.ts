@@ -14,15 +14,24 @@ export interface ContainerClient {
   remove(id: string, options?: {force?: boolean}): Promise<void>
   wait(id: string): Promise<number>
   logs(id: string, tail?: number): Promise<string>
-  /** Run a short command and collect its output (readiness checks, helpers). */
+  /** Run a command and collect its output; optionally stream it as it comes. */
   exec(id: string, cmd: string[], options?: ExecOptions): Promise<ExecResult>
+  /** A one-off resource sample (a host-side probe: needs no process in the container). */
+  stats(id: string): Promise<{pids: number; pidsLimit: number}>
+  /** Stream a container's stdout/stderr (attach before start to miss nothing); resolves when the stream ends. */
+  attach(id: string, sink: OutputSink): Promise<{ended: Promise<void>}>
 }
 
-export interface ExecOptions {
+export interface OutputSink {
+  onStdout?: (chunk: Buffer) => void
+  onStderr?: (chunk: Buffer) => void
+}
+
+export interface ExecOptions extends OutputSink {
   user?: string
   workdir?: string
   env?: string[]
-  stdin?: string
+  stdin?: string | Buffer
 }
 
 export function labelFilters(labels: Record<string, string>): string[] {
@@ -121,8 +130,14 @@ export class DockerodeContainers implements ContainerClient {
     const stderr = new PassThrough()
     const out: Buffer[] = []
     const err: Buffer[] = []
-    stdout.on('data', (c: Buffer) => out.push(c))
-    stderr.on('data', (c: Buffer) => err.push(c))
+    stdout.on('data', (c: Buffer) => {
+      out.push(c)
+      options.onStdout?.(c)
+    })
+    stderr.on('data', (c: Buffer) => {
+      err.push(c)
+      options.onStderr?.(c)
+    })
     this.docker.modem.demuxStream(stream, stdout, stderr)
     if (options.stdin !== undefined) stream.end(options.stdin)
     await new Promise<void>((resolve, reject) => {
@@ -132,6 +147,26 @@ export class DockerodeContainers implements ContainerClient {
     })
     const info = await exec.inspect()
     return {exitCode: info.ExitCode ?? -1, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8')}
+  }
+
+  async stats(id: string): Promise<{pids: number; pidsLimit: number}> {
+    const raw = (await this.docker.getContainer(id).stats({stream: false})) as unknown as {pids_stats?: {current?: number; limit?: number}}
+    return {pids: raw.pids_stats?.current ?? 0, pidsLimit: raw.pids_stats?.limit ?? 0}
+  }
+
+  async attach(id: string, sink: OutputSink): Promise<{ended: Promise<void>}> {
+    const stream = await this.docker.getContainer(id).attach({stream: true, stdout: true, stderr: true})
+    const stdout = new PassThrough()
+    const stderr = new PassThrough()
+    stdout.on('data', (c: Buffer) => sink.onStdout?.(c))
+    stderr.on('data', (c: Buffer) => sink.onStderr?.(c))
+    this.docker.modem.demuxStream(stream, stdout, stderr)
+    const ended = new Promise<void>((resolve) => {
+      stream.on('end', resolve)
+      stream.on('close', resolve)
+      stream.on('error', () => resolve())
+    })
+    return {ended}
   }
 }
 

@@ -1,0 +1,431 @@
+#!/usr/bin/env bash
+# doctor.sh — try, as the unprivileged sandbox user, each way out of the sandbox, and
+# report what held.
+#
+# Installed as /usr/local/bin/sandbox-doctor. `agent-sandbox doctor` runs it as
+# `node` through sandbox-exec (and checks the rules in force separately, as root,
+# with firewall-status); it can also be run by hand inside a sandbox. Every check is
+# a real attempt, bounded by a short timeout, and aimed only at this sandbox, its
+# default gateway (the host side of its bridge) or its own resolvers:
+#   - TCP to the gateway on ports 80 and 22, and over IPv6 if there is an IPv6
+#     route: refused at once, and the refusal logged by this sandbox's firewall
+#     (denied.log), so that a host that refuses on its own does not count;
+#   - UDP to the gateway: the send itself refused (EPERM);
+#   - DNS: a name outside the allowlist answers NXDOMAIN from 127.0.0.1, and queries
+#     straight to Docker's resolver (127.0.0.11) or the upstream resolvers, over UDP
+#     and TCP, get no answer;
+#   - raw sockets, network administration, changing iptables/ipsets/resolv.conf/the
+#     firewall state, signalling dnsmasq, sudo: all refused.
+# With network mode "none" it checks that there is no route at all instead; with
+# "open" it reports that egress is not filtered.
+#
+# Output: one line per check, "pass|fail|skip<TAB>NAME<TAB>DETAIL". Exits 0 if no
+# check failed, 1 otherwise, 2 on a usage error.
+#
+# Environment (defaults in brackets):
+#   AGENT_SANDBOX_NETWORK           [firewall] the sandbox's network mode
+#   AGENT_SANDBOX_STATE_DIR         [/run/agent-sandbox]
+#   AGENT_SANDBOX_RESOLV_CONF       [/etc/resolv.conf]
+#   AGENT_SANDBOX_DOCTOR_TIMEOUT    [2] seconds allowed for each attempt
+#   AGENT_SANDBOX_DOCTOR_LOG_WAIT   [3] seconds to wait for refusals to reach denied.log
+#   AGENT_SANDBOX_DOCTOR_PROC       [/proc/self/status] (tests)
+
+# The attempts run small programs whose own variables are in single quotes.
+# shellcheck disable=SC2016
+set -euo pipefail
+
+abort() {
+  printf 'sandbox-doctor: %s\n' "$*" >&2
+  exit 2
+}
+
+case "${1:-}" in
+  "") ;;
+  -h | --help)
+    printf 'usage: %s\n' "${0##*/}"
+    exit 0
+    ;;
+  *) abort "unknown argument '$1' (usage: ${0##*/})" ;;
+esac
+
+MODE="${AGENT_SANDBOX_NETWORK:-firewall}"
+STATE="${AGENT_SANDBOX_STATE_DIR:-/run/agent-sandbox}"
+RESOLV="${AGENT_SANDBOX_RESOLV_CONF:-/etc/resolv.conf}"
+T="${AGENT_SANDBOX_DOCTOR_TIMEOUT:-2}"
+LOG_WAIT="${AGENT_SANDBOX_DOCTOR_LOG_WAIT:-3}"
+PROC_STATUS="${AGENT_SANDBOX_DOCTOR_PROC:-/proc/self/status}"
+[[ "$T" =~ ^[0-9]+$ && "$T" -gt 0 ]] || abort "AGENT_SANDBOX_DOCTOR_TIMEOUT must be a positive integer"
+[[ "$LOG_WAIT" =~ ^[0-9]+$ ]] || abort "AGENT_SANDBOX_DOCTOR_LOG_WAIT must be a non-negative integer"
+
+failed=0
+report() {
+  local status="$1" name="$2" detail="$3"
+  detail="${detail//$'\t'/ }"
+  detail="${detail//$'\n'/; }"
+  printf '%s\t%s\t%s\n' "$status" "$name" "$detail"
+  [ "$status" != fail ] || failed=1
+}
+pass() { report pass "$1" "$2"; }
+fail() { report fail "$1" "$2"; }
+skip() { report skip "$1" "$2"; }
+
+# try CMD...: run CMD bounded by the timeout; its stdout+stderr in $OUT, status in $RC.
+OUT="" RC=0
+try() {
+  RC=0
+  OUT="$(timeout -k 1 "$T" "$@" 2>&1 < /dev/null)" || RC=$?
+}
+
+# last_msg: the last non-empty line of $OUT (an error message, usually).
+last_msg() {
+  grep -v '^[[:space:]]*$' <<< "$OUT" | tail -n 1 || true
+}
+
+# ---- who we are --------------------------------------------------------------
+
+check_unprivileged() {
+  local uid cap nnp
+  uid="$(id -u)"
+  cap="$(sed -n 's/^CapEff:[[:space:]]*//p' "$PROC_STATUS" 2> /dev/null || true)"
+  nnp="$(sed -n 's/^NoNewPrivs:[[:space:]]*//p' "$PROC_STATUS" 2> /dev/null || true)"
+  if [ "$uid" = 0 ]; then
+    fail unprivileged "running as root (uid 0): run as the sandbox user (docker exec -u node)"
+  elif [[ -n "$cap" && ! "$cap" =~ ^0+$ ]]; then
+    fail unprivileged "uid $uid holds capabilities (CapEff $cap)"
+  elif [ "$nnp" != 1 ]; then
+    fail unprivileged "uid $uid without no-new-privileges (NoNewPrivs ${nnp:-unknown})"
+  else
+    pass unprivileged "uid $uid, no capabilities, no-new-privileges"
+  fi
+}
+
+check_ready() {
+  if [ -e "$STATE/failed" ]; then
+    fail ready "set-up failed: $(head -n 1 "$STATE/failed" || true)"
+  elif [ -e "$STATE/ready" ]; then
+    pass ready "$STATE/ready present"
+  else
+    fail ready "$STATE/ready missing: set-up has not finished"
+  fi
+}
+
+# ---- network ---------------------------------------------------------------
+
+# gateway FAMILY: the default gateway for -4 or -6, or nothing.
+gateway() {
+  { ip "$1" route show default 2> /dev/null || true; } \
+    | awk '$1 == "default" { for (i = 2; i < NF; i++) if ($i == "via") { print $(i + 1); exit } }'
+}
+
+DENIED_BEFORE=0
+PENDING=() # "name|host|port" TCP refusals still to be confirmed in denied.log
+
+# tcp NAME HOST PORT: connect; a refusal is confirmed later by confirm_logged.
+tcp() {
+  local name="$1" host="$2" port="$3" dest
+  dest="$host:$port"
+  [[ "$host" == *:* ]] && dest="[$host]:$port"
+  try bash -c 'exec 3<> "/dev/tcp/$0/$1"' "$host" "$port"
+  if [ "$RC" = 0 ]; then
+    fail "$name" "connected to $dest"
+  elif [ "$RC" = 124 ] || [ "$RC" = 137 ]; then
+    fail "$name" "no answer from $dest within ${T}s: blocked, but not refused at once (REJECT rule missing?)"
+  elif grep -q 'Connection refused' <<< "$OUT"; then
+    PENDING+=("$name|$host|$port")
+  else
+    fail "$name" "unexpected error connecting to $dest: $(last_msg)"
+  fi
+}
+
+# confirm_logged: a refusal counts only if this sandbox's firewall logged it (the
+# host refuses closed ports too); NFLOG hands packets to tcpdump about once a second.
+confirm_logged() {
+  [ "${#PENDING[@]}" -gt 0 ] || return 0
+  local log="$STATE/denied.log" deadline entry name host port new all
+  deadline=$((SECONDS + LOG_WAIT))
+  while :; do
+    new="$(tail -n "+$((DENIED_BEFORE + 1))" "$log" 2> /dev/null || true)"
+    all=1
+    for entry in "${PENDING[@]}"; do
+      IFS='|' read -r name host port <<< "$entry"
+      host="${host%%\%*}"
+      grep -qF " > $host.$port: tcp" <<< "$new" || all=0
+    done
+    if [ "$all" = 1 ] || [ "$SECONDS" -ge "$deadline" ]; then break; fi
+    sleep 0.1
+  done
+  for entry in "${PENDING[@]}"; do
+    IFS='|' read -r name host port <<< "$entry"
+    host="${host%%\%*}" # tcpdump prints no zone index
+    if grep -qF " > $host.$port: tcp" <<< "$new"; then
+      pass "$name" "refused at once by the firewall ($host port $port, logged in denied.log)"
+    else
+      fail "$name" "refused ($host port $port), but not logged by this sandbox's firewall: the refusal came from elsewhere, or logging is down"
+    fi
+  done
+  PENDING=()
+}
+
+# udp NAME HOST PORT: the firewall refuses the datagram before it leaves (EPERM).
+udp() {
+  local name="$1" host="$2" port="$3"
+  try bash -c 'exec 3> "/dev/udp/$0/$1" && printf x >&3' "$host" "$port"
+  if [ "$RC" = 0 ]; then
+    fail "$name" "datagram sent to $host port $port"
+  elif grep -q 'Operation not permitted' <<< "$OUT"; then
+    pass "$name" "send to $host port $port refused by the firewall (EPERM)"
+  else
+    fail "$name" "unexpected error sending to $host port $port: $(last_msg)"
+  fi
+}
+
+# first name of example.com/.net/.org that the allowlist does not cover (a real name,
+# so that only a filtering resolver answers NXDOMAIN).
+probe_name() {
+  local candidate entry base covered
+  for candidate in example.com example.net example.org; do
+    covered=0
+    while IFS= read -r entry; do
+      base="${entry#\*.}"
+      [ -n "$base" ] || continue
+      if [ "$candidate" = "$base" ] || [[ "$candidate" == *".$base" ]]; then covered=1; fi
+    done < <(cat "$STATE/allowlist" 2> /dev/null)
+    if [ "$covered" = 0 ]; then
+      printf '%s\n' "$candidate"
+      return 0
+    fi
+  done
+  return 1
+}
+
+check_resolver() {
+  local servers
+  servers="$(awk '$1 == "nameserver" { print $2 }' "$RESOLV" 2> /dev/null | paste -sd ' ' || true)"
+  if [ "$servers" = 127.0.0.1 ]; then
+    pass resolv-conf "$RESOLV points at the sandbox resolver only (127.0.0.1)"
+  else
+    fail resolv-conf "$RESOLV lists '${servers:-no nameserver}', not only 127.0.0.1"
+  fi
+}
+
+check_nxdomain() {
+  local name status server
+  if ! name="$(probe_name)"; then
+    skip dns-nxdomain "example.com, .net and .org are all allowlisted: no name to probe"
+    return 0
+  fi
+  try dig +time="$T" +tries=1 "$name"
+  status="$(sed -n 's/.*status: \([A-Z]*\).*/\1/p' <<< "$OUT" | head -n 1 || true)"
+  server="$(sed -n 's/^;; SERVER: \([^#]*\)#.*/\1/p' <<< "$OUT" | head -n 1 || true)"
+  if [ "$status" = NXDOMAIN ] && [ "$server" = 127.0.0.1 ]; then
+    pass dns-nxdomain "$name (not allowlisted): NXDOMAIN from the sandbox resolver"
+  elif [ -n "$status" ]; then
+    fail dns-nxdomain "$name (not allowlisted): $status from ${server:-an unknown server}, expected NXDOMAIN from 127.0.0.1"
+  else
+    fail dns-nxdomain "$name: no answer from the sandbox resolver: $(last_msg)"
+  fi
+}
+
+# direct_dns RESOLVER: queries that bypass dnsmasq must get no answer. The name asked
+# is this container's own, which Docker's resolver answers without forwarding it.
+direct_dns() {
+  local r="$1" proto flag name
+  name="$(hostname 2> /dev/null || echo localhost)"
+  for proto in udp tcp; do
+    flag=+notcp
+    [ "$proto" = tcp ] && flag=+tcp
+    try dig "$flag" +time="$T" +tries=1 +retry=0 "@$r" "$name"
+    if grep -q 'Got answer' <<< "$OUT"; then
+      fail "dns-direct-$proto-$r" "$r answered a direct query over $proto"
+    elif grep -qiE 'refused|no servers could be reached|timed out' <<< "$OUT"; then
+      pass "dns-direct-$proto-$r" "direct query to $r over $proto got no answer ($(grep -oiE 'connection refused|timed out|no servers could be reached' <<< "$OUT" | head -n 1))"
+    else
+      fail "dns-direct-$proto-$r" "unexpected result querying $r over $proto: $(last_msg)"
+    fi
+  done
+}
+
+check_direct_dns() {
+  local r
+  local -a resolvers=(127.0.0.11)
+  while IFS= read -r r; do
+    [ -n "$r" ] && [ "$r" != 127.0.0.11 ] && resolvers+=("$r")
+  done < <(cat "$STATE/upstream-resolvers" 2> /dev/null)
+  for r in "${resolvers[@]}"; do direct_dns "$r"; done
+}
+
+check_ipv6() {
+  local gw6
+  gw6="$(gateway -6)"
+  if [ -z "$gw6" ]; then
+    if { ip -6 addr show scope global 2> /dev/null || true; } | grep -q inet6; then
+      fail ipv6-egress "a global IPv6 address but no default route to test through"
+    else
+      pass ipv6-egress "no IPv6 route"
+    fi
+    return 0
+  fi
+  if [[ "$gw6" == fe80:* ]]; then
+    gw6="$gw6%$(ip -6 route show default 2> /dev/null | awk '{ for (i = 1; i < NF; i++) if ($i == "dev") { print $(i + 1); exit } }' || true)"
+  fi
+  tcp ipv6-egress "$gw6" 80
+}
+
+check_firewall_network() {
+  local gw
+  gw="$(gateway -4)"
+  DENIED_BEFORE="$(wc -l < "$STATE/denied.log" 2> /dev/null || echo 0)"
+  if [ -n "$gw" ]; then
+    tcp tcp-gateway-80 "$gw" 80
+    tcp tcp-gateway-22 "$gw" 22
+    udp udp-gateway-53 "$gw" 53
+  else
+    skip tcp-gateway "no IPv4 default route"
+  fi
+  check_ipv6
+  check_resolver
+  check_nxdomain
+  check_direct_dns
+  confirm_logged
+}
+
+check_no_route() {
+  local routes
+  routes="$( (ip -4 route show || true; ip -6 route show || true) 2> /dev/null | grep -v '^[[:space:]]*$' || true)"
+  if [ -z "$routes" ]; then
+    pass no-route "no IPv4 or IPv6 route (network mode none)"
+  else
+    fail no-route "routes present in network mode none: $(paste -sd ';' <<< "$routes")"
+  fi
+}
+
+# ---- privileges over the network stack and the firewall ----------------------
+
+check_raw_socket() {
+  if command -v perl > /dev/null 2>&1; then
+    try perl -MSocket -e 'socket(my $s, PF_INET, SOCK_RAW, 1) or die "$!\n"'
+  elif command -v python3 > /dev/null 2>&1; then
+    try python3 -c 'import socket; socket.socket(socket.AF_INET, socket.SOCK_RAW, 1)'
+  else
+    skip raw-socket "neither perl nor python3 is installed"
+    return 0
+  fi
+  if [ "$RC" = 0 ]; then
+    fail raw-socket "opened a raw socket"
+  else
+    pass raw-socket "raw socket refused ($(last_msg))"
+  fi
+}
+
+check_net_admin() {
+  local mtu
+  # Setting lo's MTU to its current value changes nothing but needs CAP_NET_ADMIN.
+  mtu="$(cat /sys/class/net/lo/mtu 2> /dev/null || echo 65536)"
+  try ip link set dev lo mtu "$mtu"
+  if [ "$RC" = 0 ]; then
+    fail net-admin "changed a network interface (ip link set lo)"
+  else
+    pass net-admin "ip link set refused ($(last_msg))"
+  fi
+}
+
+check_iptables() {
+  local ipt=iptables
+  [ "$(head -n 1 "$STATE/backend" 2> /dev/null)" = legacy ] && ipt=iptables-legacy
+  if ! command -v "$ipt" > /dev/null 2>&1; then
+    skip iptables-write "$ipt not installed"
+    return 0
+  fi
+  # A new, empty chain: a change that is harmless if it succeeds (it is then removed).
+  try "$ipt" -w 1 -N agent-sandbox-doctor
+  if [ "$RC" = 0 ]; then
+    "$ipt" -w 1 -X agent-sandbox-doctor > /dev/null 2>&1 || true
+    fail iptables-write "created an iptables chain"
+  else
+    pass iptables-write "$ipt refused ($(last_msg))"
+  fi
+}
+
+check_ipset() {
+  if ! command -v ipset > /dev/null 2>&1; then
+    skip ipset-write "ipset not installed"
+    return 0
+  fi
+  try ipset create agent-sandbox-doctor hash:ip
+  if [ "$RC" = 0 ]; then
+    ipset destroy agent-sandbox-doctor > /dev/null 2>&1 || true
+    fail ipset-write "created an ipset"
+  else
+    pass ipset-write "ipset refused ($(last_msg))"
+  fi
+}
+
+# writable NAME PATH WHAT: opening PATH for appending (which writes nothing) must fail.
+not_writable() {
+  local name="$1" path="$2"
+  try sh -c ': >> "$1"' sh "$path"
+  if [ "$RC" = 0 ]; then
+    fail "$name" "$path is writable"
+  else
+    pass "$name" "$path is read-only ($(last_msg | sed 's/^sh: [0-9]*: //'))"
+  fi
+}
+
+check_signal() {
+  local name="$1" pidfile="$STATE/$1.pid" pid
+  pid="$(head -n 1 "$pidfile" 2> /dev/null | tr -dc '0-9' || true)"
+  if [ -z "$pid" ]; then
+    fail "signal-$name" "$name is not running (no $pidfile)"
+    return 0
+  fi
+  # Signal 0 goes through the same permission check as any other signal.
+  try kill -s 0 "$pid"
+  if [ "$RC" = 0 ]; then
+    fail "signal-$name" "could signal $name (pid $pid)"
+  else
+    pass "signal-$name" "signalling $name (pid $pid) refused ($(last_msg | sed 's/^.*: //'))"
+  fi
+}
+
+check_sudo() {
+  if ! command -v sudo > /dev/null 2>&1; then
+    pass sudo "sudo is not installed"
+    return 0
+  fi
+  try sudo -n true
+  if [ "$RC" = 0 ]; then
+    fail sudo "sudo -n true succeeded"
+  else
+    pass sudo "sudo refused ($(grep -m 1 -v '^[[:space:]]*$' <<< "$OUT" || true))"
+  fi
+}
+
+# ---- main --------------------------------------------------------------------
+
+check_unprivileged
+check_ready
+case "$MODE" in
+  firewall)
+    check_firewall_network
+    ;;
+  none)
+    check_no_route
+    ;;
+  open)
+    fail egress "network mode is open: egress is not filtered in this sandbox"
+    ;;
+  *)
+    fail egress "unknown network mode '$MODE'"
+    ;;
+esac
+check_raw_socket
+check_net_admin
+if [ "$MODE" = firewall ]; then
+  check_iptables
+  check_ipset
+  not_writable resolv-conf-write "$RESOLV"
+  not_writable state-write "$STATE/allowlist"
+  check_signal dnsmasq
+fi
+check_sudo
+exit "$failed"

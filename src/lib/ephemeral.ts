@@ -1,0 +1,79 @@
+/**
+ * Fresh containers from the workspace's image, with the same mounts,
+ * guardrails and firewall as `start`: one per `run`, and one per
+ * SandboxManager sandbox. Created through the same spec and readiness path.
+ */
+import {randomBytes} from 'node:crypto'
+import type {ConfigFile, NetworkMode} from './config/schema.js'
+import {ImageMissingError} from './errors.js'
+import {createPlaceholders} from './protected.js'
+import {ensureVolumes, prepareSandbox, quoteArg, requireInitialised, type Context} from './sandbox.js'
+import {provisionBranch} from './shelf.js'
+import {secretValues, toCreateOptions, type SandboxSpec} from './spec.js'
+import {Labels, type Workspace} from './workspace.js'
+import {silentReporter} from './reporter.js'
+
+export interface Limits {
+  memory?: string
+  cpus?: number
+  pids?: number
+}
+
+export interface EphemeralOptions {
+  kind: 'run' | 'api'
+  branch?: string
+  baseTag?: string
+  network?: NetworkMode
+  limits?: Limits
+  /** Host environment variables passed by reference (value read from ctx.env, never printed). */
+  envNames?: string[]
+  /** Extra plain variables (the API's per-sandbox env). */
+  env?: Record<string, string>
+  allowDomains?: string[]
+  cmd?: string[]
+}
+
+export interface EphemeralContainer {
+  id: string
+  name: string
+  spec: SandboxSpec
+  /** Values to mask in anything printed. */
+  secrets: string[]
+}
+
+/** Pure: `2s`, `500ms`, `1.5m`, `1h`, or plain seconds, to milliseconds. */
+export function parseDuration(text: string): number {
+  const match = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text.trim())
+  if (!match) throw new Error(`not a duration: ${text}`)
+  const unit = {ms: 1, s: 1000, m: 60_000, h: 3_600_000}[(match[2] ?? 's') as 'ms' | 's' | 'm' | 'h']
+  const ms = Math.round(Number(match[1]) * unit)
+  if (ms <= 0) throw new Error(`not a positive duration: ${text}`)
+  return ms
+}
+
+export async function createEphemeral(ctx: Context, ws: Workspace, options: EphemeralOptions): Promise<EphemeralContainer> {
+  const reporter = ctx.reporter ?? silentReporter
+  requireInitialised(ws)
+  if (options.branch !== undefined) {
+    await provisionBranch(ctx.engine, ws, options.branch, {baseTag: options.baseTag, reporter, env: ctx.env})
+  }
+  const flags: ConfigFile = {}
+  if (options.limits && Object.keys(options.limits).length) flags.limits = options.limits
+  if (options.envNames?.length) flags.secretEnv = options.envNames
+  if (options.env && Object.keys(options.env).length) flags.env = options.env
+  const suffix = randomBytes(4).toString('hex')
+  const name = `agent-sandbox-${options.kind}-${ws.hash.slice(0, 12)}-${suffix}`
+  const prepared = await prepareSandbox(
+    ws,
+    {branch: options.branch, network: options.network, allowDomains: options.allowDomains, flags, name, cmd: options.cmd, labels: {[Labels.kind]: options.kind}},
+    ctx.env,
+  )
+  const {spec} = prepared
+  if (!(await ctx.engine.images.inspect(spec.image))) {
+    throw new ImageMissingError(`image ${spec.image} is missing`, {hint: `build it with: agent-sandbox build ${quoteArg(ws.path)}`})
+  }
+  await ensureVolumes(ctx, ws, spec)
+  createPlaceholders(ws.path, prepared.placeholders, ws)
+  const id = await ctx.engine.containers.create(toCreateOptions(spec))
+  return {id, name, spec, secrets: secretValues(spec)}
+}

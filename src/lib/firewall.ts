@@ -1,0 +1,425 @@
+/**
+ * The egress firewall of a running sandbox, seen from the host: its status
+ * (firewall-status, run as root inside), live additions to the allowlist
+ * (firewall-allow, as root) saved to the workspace config on the host side, and
+ * `doctor` (the rules checked as root, the escapes tried as `node` by doctor.sh).
+ */
+import {chmodSync, chownSync, existsSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync} from 'node:fs'
+import {dirname, join, resolve} from 'node:path'
+import {baseImageDir} from './assets.js'
+import {ConfigFileSchema, DomainSchema, type NetworkMode} from './config/schema.js'
+import {parseConfigText, workspaceConfigPath} from './config/load.js'
+import type {ContainerInfo} from './engine/index.js'
+import {ConfigError, NotReadyError, SandboxError, UsageError} from './errors.js'
+import {quoteArg, requireInitialised, type Context} from './sandbox.js'
+import {SANDBOX_USER} from './spec.js'
+import {Names, type Workspace} from './workspace.js'
+
+const SANDBOX_EXEC = '/usr/local/bin/sandbox-exec'
+const FIREWALL_STATUS = '/usr/local/bin/firewall-status'
+const FIREWALL_ALLOW = '/usr/local/sbin/firewall-allow'
+/** sandbox-exec's exit code when set-up failed or did not finish. */
+const NOT_READY = 125
+
+export interface RunningSandbox {
+  name: string
+  id: string
+  network: NetworkMode
+}
+
+/** The workspace's sandbox, which must be running. */
+export async function requireRunning(ctx: Context, ws: Workspace, branch?: string): Promise<RunningSandbox> {
+  const name = Names.container(ws, branch)
+  const info = await ctx.engine.containers.inspect(name)
+  if (!info?.running) {
+    const branchArg = branch === undefined ? '' : ` --branch ${quoteArg(branch)}`
+    throw new SandboxError(`no running sandbox for ${ws.path}${branch === undefined ? '' : ` (branch ${branch})`}: ${info ? `${name} is ${info.status}` : `${name} does not exist`}`, {
+      hint: `start it first: agent-sandbox start ${quoteArg(ws.path)}${branchArg}`,
+    })
+  }
+  return {name, id: info.id, network: networkOf(info)}
+}
+
+function networkOf(info: ContainerInfo): NetworkMode {
+  const label = info.labels['dev.agent-sandbox.network']
+  return label === 'none' || label === 'open' ? label : 'firewall'
+}
+
+// ---- status ------------------------------------------------------------------
+
+/** What firewall-status --json prints. */
+export interface RawFirewallStatus {
+  backend: string
+  rules: string[]
+  rules6: string[]
+  rulesReadable: boolean
+  allowlist: string[]
+  ipsets: Record<string, number | null>
+  deniedDns: string[]
+  deniedConnections: string[]
+}
+
+/** One denied packet, from a tcpdump line of denied.log. */
+export interface DeniedConnection {
+  time: string
+  protocol: string
+  source: string
+  destination: string
+  line: string
+}
+
+export interface FirewallStatus extends Omit<RawFirewallStatus, 'deniedConnections'> {
+  container: string
+  network: NetworkMode
+  deniedConnections: DeniedConnection[]
+}
+
+export async function firewallStatus(ctx: Context, ws: Workspace, options: {branch?: string} = {}): Promise<FirewallStatus | {container: string; network: NetworkMode}> {
+  const sandbox = await requireRunning(ctx, ws, options.branch)
+  if (sandbox.network !== 'firewall') return {container: sandbox.name, network: sandbox.network}
+  return readStatus(ctx, sandbox)
+}
+
+async function readStatus(ctx: Context, sandbox: RunningSandbox): Promise<FirewallStatus> {
+  const result = await ctx.engine.containers.exec(sandbox.id, [FIREWALL_STATUS, '--json'], {user: 'root'})
+  if (result.exitCode !== 0) {
+    throw new SandboxError(`firewall-status failed in ${sandbox.name} (exit ${result.exitCode}): ${lastLine(result.stderr) || 'no message'}`, {
+      hint: `see the firewall's own log: docker exec ${sandbox.name} cat /run/agent-sandbox/firewall.log`,
+    })
+  }
+  return parseStatus(result.stdout, sandbox)
+}
+
+export function parseStatus(text: string, sandbox: Pick<RunningSandbox, 'name' | 'network'>): FirewallStatus {
+  let raw: RawFirewallStatus
+  try {
+    raw = JSON.parse(text) as RawFirewallStatus
+  } catch (error) {
+    throw new SandboxError(`firewall-status printed something that is not JSON: ${text.slice(0, 120)}`, {cause: error})
+  }
+  return {
+    container: sandbox.name,
+    network: sandbox.network,
+    backend: raw.backend,
+    rules: raw.rules ?? [],
+    rules6: raw.rules6 ?? [],
+    rulesReadable: raw.rulesReadable,
+    allowlist: raw.allowlist ?? [],
+    ipsets: raw.ipsets ?? {},
+    deniedDns: raw.deniedDns ?? [],
+    deniedConnections: (raw.deniedConnections ?? []).map(parseDeniedLine),
+  }
+}
+
+/**
+ * `03:15:24.057260 IP 10.231.7.2.44918 > 10.231.7.1.80: tcp 0` (tcpdump -q on
+ * NFLOG) to its parts; addresses keep their port as `addr:port` (`[v6]:port`).
+ */
+export function parseDeniedLine(line: string): DeniedConnection {
+  const match = /^(\S+) (IP6?) (\S+) > (\S+?): (.*)$/.exec(line.trim())
+  if (!match) return {time: '', protocol: '', source: '', destination: '', line}
+  const [, time, family, src, dst, rest] = match
+  const word = rest.split(/[\s,]+/)[0] ?? ''
+  const protocol = /^(tcp|udp)$/i.test(word) ? word.toLowerCase() : /icmp6?/i.exec(rest)?.[0].toLowerCase() ?? word.toLowerCase()
+  const withPort = protocol === 'tcp' || protocol === 'udp'
+  return {time, protocol, source: endpoint(src, family === 'IP6', withPort), destination: endpoint(dst, family === 'IP6', withPort), line}
+}
+
+function endpoint(text: string, v6: boolean, withPort: boolean): string {
+  if (!withPort) return text
+  const dot = text.lastIndexOf('.')
+  if (dot === -1) return text
+  const address = text.slice(0, dot)
+  return v6 ? `[${address}]:${text.slice(dot + 1)}` : `${address}:${text.slice(dot + 1)}`
+}
+
+export function formatStatus(status: FirewallStatus | {container: string; network: NetworkMode}): string {
+  if (!('rules' in status)) {
+    return status.network === 'none'
+      ? `${status.container}: network mode "none": no network at all, so no firewall`
+      : `${status.container}: network mode "open": egress is NOT filtered (no firewall)`
+  }
+  const out: string[] = [`${status.container}: network mode "firewall", iptables backend ${status.backend}`, '']
+  const section = (title: string, lines: string[], empty = '(none)') => {
+    out.push(title, ...(lines.length ? lines.map((l) => `  ${l}`) : [`  ${empty}`]), '')
+  }
+  if (status.rulesReadable) {
+    section('Rules in force (IPv4):', status.rules)
+    section('Rules in force (IPv6):', status.rules6, '(none loaded: IPv6 is disabled in this sandbox)')
+  } else {
+    out.push('Rules in force: not readable', '')
+  }
+  section(`Allowlist (${status.allowlist.length} domains, each with its subdomains):`, status.allowlist)
+  out.push(
+    `IP sets: ${Object.entries(status.ipsets)
+      .map(([k, v]) => `${k}=${v ?? '?'}`)
+      .join('  ')}`,
+    '',
+  )
+  section('Denied DNS names (most recent last):', status.deniedDns)
+  const rows = status.deniedConnections.map((c) => (c.time ? [c.time, c.protocol, c.source, c.destination] : ['', '', '', c.line]))
+  section('Denied connections (most recent last):', table(rows.length ? [['TIME', 'PROTO', 'FROM', 'TO'], ...rows] : []))
+  return out.join('\n').trimEnd()
+}
+
+function table(rows: string[][]): string[] {
+  if (rows.length === 0) return []
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)))
+  return rows.map((r) => r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]))).join('  '))
+}
+
+// ---- allow -------------------------------------------------------------------
+
+/** Validate and lower-case domains (`example.com`, `*.example.com`); every bad one is named. */
+export function validateDomains(domains: string[]): string[] {
+  if (domains.length === 0) throw new UsageError('no domain given', {hint: 'e.g. agent-sandbox firewall allow api.example.com'})
+  // Like the in-sandbox check: an all-digit last label would be an IP address, not a name.
+  const bad = domains.filter((d) => !DomainSchema.safeParse(d).success || /^\d+$/.test(d.split('.').pop() ?? ''))
+  if (bad.length) {
+    throw new UsageError(`not a valid domain: ${bad.map((d) => JSON.stringify(d)).join(', ')}`, {
+      hint: 'give host names such as api.example.com, or *.example.com for its subdomains (no scheme, port, path or IP address)',
+    })
+  }
+  return [...new Set(domains.map((d) => d.toLowerCase()))]
+}
+
+/** The last argument is the workspace path if it contains a "/", is "." or "..", or (after a domain) names a directory. */
+export function splitDomainsAndPath(argv: string[], cwd = process.cwd()): {domains: string[]; path?: string} {
+  if (argv.length === 0) throw new UsageError('no domain given', {hint: 'e.g. agent-sandbox firewall allow api.example.com'})
+  const last = argv.at(-1) as string
+  const isDir = (p: string) => existsSync(resolve(cwd, p)) && statSync(resolve(cwd, p)).isDirectory()
+  const looksLikePath = last.includes('/') || last === '.' || last === '..' || (argv.length > 1 && isDir(last))
+  if (!looksLikePath) return {domains: argv}
+  if (argv.length === 1) throw new UsageError(`no domain given (${last} is the workspace path)`, {hint: 'put the domains first: agent-sandbox firewall allow api.example.com [path]'})
+  return {domains: argv.slice(0, -1), path: last}
+}
+
+export interface AllowResult {
+  container: string
+  /** false: the sandbox was not running, so only the config was changed. */
+  live: boolean
+  added: string[]
+  alreadyAllowed: string[]
+  saved?: {path: string; added: string[]}
+}
+
+/**
+ * Add domains to the running sandbox's allowlist (no restart) and, with `save`,
+ * to the workspace's .agent-sandbox/config.json. Nothing is changed unless every
+ * domain is valid, and the config is checked before the sandbox is touched.
+ */
+export async function allowDomains(ctx: Context, ws: Workspace, domains: string[], options: {branch?: string; save?: boolean} = {}): Promise<AllowResult> {
+  const valid = validateDomains(domains)
+  const name = Names.container(ws, options.branch)
+  let planned: SavePlan | undefined
+  if (options.save) {
+    requireInitialised(ws)
+    planned = planSave(workspaceConfigPath(ws.path), valid)
+  }
+  let sandbox: RunningSandbox | undefined
+  try {
+    sandbox = await requireRunning(ctx, ws, options.branch)
+  } catch (error) {
+    if (!planned) throw error
+  }
+  const result: AllowResult = {container: name, live: false, added: [], alreadyAllowed: []}
+  if (sandbox) {
+    if (sandbox.network !== 'firewall') {
+      throw new SandboxError(`${sandbox.name} runs with network mode "${sandbox.network}": there is no firewall allowlist to add to`, {
+        hint: `restart it with the firewall: agent-sandbox stop ${quoteArg(ws.path)} && agent-sandbox start ${quoteArg(ws.path)} --network firewall`,
+      })
+    }
+    const r = await ctx.engine.containers.exec(sandbox.id, [SANDBOX_EXEC, FIREWALL_ALLOW, ...valid], {user: 'root'})
+    if (r.exitCode === NOT_READY) throw new NotReadyError(`${sandbox.name} is not ready: ${lastLine(r.stderr)}`, {hint: `see: docker logs ${sandbox.name}`})
+    if (r.exitCode !== 0) {
+      throw new SandboxError(`firewall-allow failed in ${sandbox.name} (exit ${r.exitCode}): ${lastLine(r.stderr) || lastLine(r.stdout) || 'no message'}`, {
+        hint: `see the firewall's log: docker exec ${sandbox.name} cat /run/agent-sandbox/firewall.log`,
+      })
+    }
+    result.live = true
+    for (const line of r.stdout.split('\n')) {
+      const added = /^firewall-allow: added (\S+)$/.exec(line)
+      const already = /^firewall-allow: (\S+) is already allowed$/.exec(line)
+      if (added) result.added.push(added[1])
+      if (already) result.alreadyAllowed.push(already[1])
+    }
+  }
+  if (planned) result.saved = writeSave(planned)
+  return result
+}
+
+interface SavePlan {
+  path: string
+  text: string
+  added: string[]
+  existed: boolean
+}
+
+/** Read and validate the workspace config, and compute its new text. Writes nothing. */
+function planSave(path: string, domains: string[]): SavePlan {
+  let text: string | undefined
+  try {
+    text = readFileSync(path, 'utf8')
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw new ConfigError(`cannot read ${path}: ${(error as Error).message}`, {cause: error})
+  }
+  if (text !== undefined) parseConfigText(text, path) // a broken file is reported, never overwritten
+  const json = (text === undefined ? {} : JSON.parse(text)) as Record<string, unknown>
+  const current = Array.isArray(json.allowDomains) ? (json.allowDomains as string[]) : []
+  const have = new Set(current.map((d) => d.toLowerCase()))
+  const added = domains.filter((d) => !have.has(d))
+  const next = added.length ? {...json, allowDomains: [...current, ...added]} : json
+  const checked = ConfigFileSchema.safeParse(next)
+  if (!checked.success) {
+    throw new ConfigError(`${path}: adding ${added.join(', ')} would make it invalid: ${checked.error.issues[0]?.message}`, {hint: 'fix the file by hand'})
+  }
+  return {path, text: `${JSON.stringify(next, null, 2)}\n`, added, existed: text !== undefined}
+}
+
+/** Replace the config file atomically (temp file + rename), keeping its owner and mode. */
+function writeSave(plan: SavePlan): {path: string; added: string[]} {
+  if (plan.added.length === 0) return {path: plan.path, added: []}
+  const dir = dirname(plan.path)
+  const owner = statSync(plan.existed ? plan.path : dir)
+  const mode = plan.existed ? owner.mode & 0o777 : 0o644
+  const tmp = join(dir, `.config.json.${process.pid}.${Date.now()}.tmp`)
+  try {
+    writeFileSync(tmp, plan.text, {flag: 'wx', mode})
+    chmodSync(tmp, mode)
+    if (process.getuid?.() === 0) chownSync(tmp, owner.uid, owner.gid)
+    renameSync(tmp, plan.path)
+  } catch (error) {
+    try {
+      unlinkSync(tmp)
+    } catch {
+      // nothing to remove
+    }
+    throw new ConfigError(`cannot write ${plan.path}: ${(error as Error).message}`, {cause: error})
+  }
+  return {path: plan.path, added: plan.added}
+}
+
+// ---- doctor ------------------------------------------------------------------
+
+export type CheckStatus = 'pass' | 'fail' | 'skip'
+
+export interface DoctorCheck {
+  name: string
+  status: CheckStatus
+  detail: string
+}
+
+export interface DoctorReport {
+  container: string
+  network: NetworkMode
+  ok: boolean
+  checks: DoctorCheck[]
+}
+
+/**
+ * The rules in force, from firewall-status run as root: default-deny policies,
+ * a final REJECT, and no ACCEPT in OUTPUT that is not one of ours.
+ */
+export function checkRules(status: FirewallStatus): DoctorCheck[] {
+  if (!status.rulesReadable) return [{name: 'rules', status: 'fail', detail: 'the rules could not be read as root'}]
+  const checks = [checkFamily('rules-ipv4', status.rules, 'icmp-port-unreachable'), checkFamily('rules-ipv6', status.rules6, 'icmp6-port-unreachable')]
+  checks.push(
+    status.allowlist.length
+      ? {name: 'allowlist', status: 'pass', detail: `${status.allowlist.length} domains`}
+      : {name: 'allowlist', status: 'fail', detail: 'empty or missing (/run/agent-sandbox/allowlist)'},
+  )
+  const sets = ['agent-sandbox-allow4', 'agent-sandbox-allow6']
+  const missing = sets.filter((s) => typeof status.ipsets[s] !== 'number')
+  checks.push(
+    missing.length
+      ? {name: 'ipsets', status: 'fail', detail: `missing: ${missing.join(', ')}`}
+      : {name: 'ipsets', status: 'pass', detail: sets.map((s) => `${s}=${status.ipsets[s]}`).join(' ')},
+  )
+  return checks
+}
+
+/** ACCEPT rules init-firewall.sh writes in OUTPUT: each is limited by one of these. */
+const QUALIFIED_ACCEPT = [
+  /^-A OUTPUT -o lo -j ACCEPT $/,
+  /^-A OUTPUT -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT $/,
+  /^-A OUTPUT -m set --match-set agent-sandbox-(allow4|allow6|net4) dst -j ACCEPT $/,
+  // DNS out for the resolver's uid (dnsmasq, or root for Docker's embedded DNS), and loopback resolvers
+  /^-A OUTPUT (-d \S+ )?-p (udp|tcp) -m (udp|tcp) --dport 53 -m owner --uid-owner \d+ -j ACCEPT $/,
+  /^-A OUTPUT -d (127\.[\d.]+|::1)(\/\d+)? -m owner --uid-owner \d+ -j ACCEPT $/,
+  /^-A OUTPUT -p ipv6-icmp -m icmp6 --icmpv6-type \d+ -m hl --hl-eq 255 -j ACCEPT $/,
+]
+
+function checkFamily(name: string, rules: string[], reject: string): DoctorCheck {
+  if (rules.length === 0) {
+    return name === 'rules-ipv6'
+      ? {name, status: 'pass', detail: 'no IPv6 rules loaded: IPv6 is disabled in this sandbox (init-firewall refuses to start otherwise)'}
+      : {name, status: 'fail', detail: 'no IPv4 rules loaded'}
+  }
+  const problems: string[] = []
+  for (const chain of ['INPUT', 'FORWARD', 'OUTPUT']) {
+    const policy = rules.find((r) => r.startsWith(`-P ${chain} `))
+    if (policy !== `-P ${chain} DROP`) problems.push(`${chain} policy is ${policy?.split(' ')[2] ?? 'unknown'}, not DROP`)
+  }
+  const output = rules.filter((r) => r.startsWith('-A OUTPUT '))
+  for (const rule of output) {
+    if (/ -j ACCEPT$/.test(rule) && !QUALIFIED_ACCEPT.some((q) => q.test(`${rule} `))) problems.push(`unexpected rule: ${rule}`)
+  }
+  const last = output.at(-1)
+  if (last !== `-A OUTPUT -j REJECT --reject-with ${reject}`) problems.push(`OUTPUT does not end with a REJECT (last rule: ${last ?? 'none'})`)
+  if (!output.some((r) => r.includes('-j NFLOG'))) problems.push('denied packets are not logged (no NFLOG rule)')
+  return problems.length
+    ? {name, status: 'fail', detail: problems.join('; ')}
+    : {name, status: 'pass', detail: `policy DROP, ${output.length} OUTPUT rules ending in REJECT, every ACCEPT limited to loopback, replies, DNS or the allowlist`}
+}
+
+/** Lines `pass|fail|skip<TAB>name<TAB>detail` from doctor.sh. */
+export function parseDoctorOutput(text: string): DoctorCheck[] {
+  const checks: DoctorCheck[] = []
+  for (const line of text.split('\n')) {
+    const [status, name, ...rest] = line.split('\t')
+    if ((status === 'pass' || status === 'fail' || status === 'skip') && name) checks.push({name, status, detail: rest.join(' ')})
+  }
+  return checks
+}
+
+export function doctorScript(): string {
+  return readFileSync(join(baseImageDir, 'doctor.sh'), 'utf8')
+}
+
+/**
+ * One root exec reads the rules (firewall-status), one exec as `node` runs this
+ * CLI's copy of doctor.sh through sandbox-exec, so that it also works on images
+ * built before the script was installed in them.
+ */
+export async function runDoctor(ctx: Context, ws: Workspace, options: {branch?: string} = {}): Promise<DoctorReport> {
+  const sandbox = await requireRunning(ctx, ws, options.branch)
+  const checks: DoctorCheck[] = []
+  if (sandbox.network === 'firewall') checks.push(...checkRules(await readStatus(ctx, sandbox)))
+  else checks.push({name: 'network-mode', status: sandbox.network === 'none' ? 'pass' : 'fail', detail: sandbox.network === 'none' ? 'none: no network at all' : 'open: egress is NOT filtered'})
+  const r = await ctx.engine.containers.exec(sandbox.id, [SANDBOX_EXEC, 'bash', '-c', doctorScript(), 'sandbox-doctor'], {user: SANDBOX_USER})
+  if (r.exitCode === NOT_READY) throw new NotReadyError(`${sandbox.name} is not ready: ${lastLine(r.stderr)}`, {hint: `see: docker logs ${sandbox.name}`})
+  const probes = parseDoctorOutput(r.stdout)
+  if ((r.exitCode !== 0 && r.exitCode !== 1) || probes.length === 0) {
+    throw new SandboxError(`doctor.sh failed in ${sandbox.name} (exit ${r.exitCode}): ${lastLine(r.stderr) || 'no checks reported'}`)
+  }
+  if (r.exitCode === 1 && !probes.some((c) => c.status === 'fail')) {
+    throw new SandboxError(`doctor.sh exited 1 in ${sandbox.name} without reporting a failed check: ${lastLine(r.stderr)}`)
+  }
+  checks.push(...probes)
+  return {container: sandbox.name, network: sandbox.network, ok: !checks.some((c) => c.status === 'fail'), checks}
+}
+
+export function formatDoctor(report: DoctorReport): string {
+  const rows = report.checks.map((c) => [c.status.toUpperCase(), c.name, c.detail])
+  const count = (s: CheckStatus) => report.checks.filter((c) => c.status === s).length
+  return [
+    `${report.container} (network mode "${report.network}")`,
+    ...table([['RESULT', 'CHECK', 'DETAIL'], ...rows]),
+    '',
+    `${count('pass')} passed, ${count('fail')} failed, ${count('skip')} skipped${report.ok ? '' : ': this sandbox does NOT hold'}`,
+  ].join('\n')
+}
+
+function lastLine(text: string): string {
+  return text.trim().split('\n').filter(Boolean).pop() ?? ''
+}

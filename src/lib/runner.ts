@@ -1,0 +1,112 @@
+/**
+ * One-shot runs: a fresh container per command, streamed output, the exit
+ * code passed through, a timeout that kills, and a report of what the kernel
+ * did to it (OOM kill, pids limit). Fail-secure: if the firewall cannot be
+ * set up, the entrypoint never starts the command.
+ */
+import type {NetworkMode} from './config/schema.js'
+import {NotReadyError} from './errors.js'
+import {createEphemeral, type Limits} from './ephemeral.js'
+import type {Context} from './sandbox.js'
+import type {Workspace} from './workspace.js'
+
+export interface RunOptions {
+  command: string[]
+  branch?: string
+  baseTag?: string
+  network?: NetworkMode
+  limits?: Limits
+  envNames?: string[]
+  timeoutMs?: number
+  keep?: boolean
+  onStdout?: (chunk: Buffer) => void
+  onStderr?: (chunk: Buffer) => void
+  /** Called once the container exists, with the values to mask in output. */
+  onCreated?: (info: {name: string; secrets: string[]}) => void
+}
+
+export interface RunResult {
+  name: string
+  exitCode: number
+  timedOut: boolean
+  oomKilled: boolean
+  /** How many forks the pids limit refused (from the sandbox itself), when it did. */
+  pidsLimitHits: number
+  /** At the time out, the sandbox was at its pids limit (a fork bomb). */
+  atPidsLimit: boolean
+  kept: boolean
+}
+
+/** The entrypoint's last words, when set-up failed before the command ran. */
+export const SETUP_FAILED_EXIT = 125
+const SETUP_MARKER = /^agent-sandbox: (.+)$/m
+const PIDS_MARKER = /^agent-sandbox: pids limit reached: (\d+) forks? refused/m
+
+export async function runOnce(ctx: Context, ws: Workspace, options: RunOptions): Promise<RunResult> {
+  const created = await createEphemeral(ctx, ws, {
+    kind: 'run',
+    branch: options.branch,
+    baseTag: options.baseTag,
+    network: options.network,
+    limits: options.limits,
+    envNames: options.envNames,
+    cmd: options.command,
+  })
+  options.onCreated?.({name: created.name, secrets: created.secrets})
+  const {engine} = ctx
+  let tail = ''
+  let timedOut = false
+  let atPidsLimit = false
+  let timer: NodeJS.Timeout | undefined
+  const interrupt = () => {
+    void engine.containers.kill(created.id)
+  }
+  process.once('SIGINT', interrupt)
+  process.once('SIGTERM', interrupt)
+  try {
+    const {ended} = await engine.containers.attach(created.id, {
+      onStdout: (c) => options.onStdout?.(c),
+      onStderr: (c) => {
+        tail = (tail + c.toString('utf8')).slice(-4096)
+        options.onStderr?.(c)
+      },
+    })
+    await engine.containers.start(created.id)
+    if (options.timeoutMs) {
+      timer = setTimeout(() => {
+        timedOut = true
+        // Sample before killing: a fork bomb shows as processes at the limit.
+        void engine.containers
+          .stats(created.id)
+          .then((s) => {
+            atPidsLimit = s.pidsLimit > 0 && s.pids >= s.pidsLimit - 2
+          })
+          .catch(() => undefined)
+          .finally(() => engine.containers.kill(created.id))
+      }, options.timeoutMs)
+    }
+    const exitCode = await engine.containers.wait(created.id)
+    await ended
+    const info = await engine.containers.inspect(created.id)
+    if (exitCode === SETUP_FAILED_EXIT && !timedOut) {
+      const reason = SETUP_MARKER.exec(tail)?.[1]
+      if (reason && !/pids limit reached/.test(reason)) {
+        throw new NotReadyError(`run aborted before the command started: ${reason}`, {hint: 'nothing ran; fix the sandbox set-up (see `agent-sandbox doctor`)'})
+      }
+    }
+    return {
+      name: created.name,
+      exitCode,
+      timedOut,
+      oomKilled: info?.oomKilled ?? false,
+      pidsLimitHits: Number(PIDS_MARKER.exec(tail)?.[1] ?? 0),
+      atPidsLimit,
+      kept: Boolean(options.keep),
+    }
+  } finally {
+    if (timer) clearTimeout(timer)
+    process.removeListener('SIGINT', interrupt)
+    process.removeListener('SIGTERM', interrupt)
+    if (!options.keep) await engine.containers.remove(created.id, {force: true}).catch(() => undefined)
+  }
+}

@@ -1,0 +1,315 @@
+#!/usr/bin/env bats
+# base-image/entrypoint.sh with the user-management and privilege tools stubbed,
+# the firewall replaced by a stub script, and every path in a temp directory.
+
+load test_helper
+
+bats_require_minimum_version 1.5.0
+
+SCRIPT="$ROOT/base-image/entrypoint.sh"
+
+setup() {
+  common_setup
+  unset AGENT_SANDBOX_UID AGENT_SANDBOX_GID AGENT_SANDBOX_GIT_NAME AGENT_SANDBOX_GIT_EMAIL AGENT_SANDBOX_NETWORK AGENT_SANDBOX_USER
+  export AGENT_SANDBOX_STATE_DIR="$TEST_TMP/state"
+  export AGENT_SANDBOX_FIREWALL_SCRIPT="$TEST_TMP/init-firewall.sh"
+  export AGENT_SANDBOX_HISTORY_DIR="$TEST_TMP/commandhistory"
+  export AGENT_SANDBOX_USER_HOME="$TEST_TMP/home-node"
+  export AGENT_SANDBOX_SHELF="$TEST_TMP/repo-shelf"
+  mkdir -p "$AGENT_SANDBOX_HISTORY_DIR"
+  : > "$AGENT_SANDBOX_HISTORY_DIR/.bash_history"
+  firewall 'exit 0'
+  # node is uid/gid 1000, and every directory already belongs to it, unless a test says otherwise.
+  stub id 'case "$1" in -u) echo "${STUB_NODE_UID:-1000}" ;; -g) echo "${STUB_NODE_GID:-1000}" ;; *) exit 1 ;; esac'
+  stub stat 'echo "${STUB_OWNER_UID:-1000}"'
+  stub groupmod
+  stub usermod
+  stub chown
+  stub install
+  # Each setpriv call's argv, one word a line, in setpriv.1, setpriv.2, ...
+  stub setpriv 'n=$(( $(cat "$TEST_TMP/setpriv.n" 2>/dev/null || echo 0) + 1 )); echo "$n" > "$TEST_TMP/setpriv.n"
+printf "%s\n" "$@" > "$TEST_TMP/setpriv.$n"
+if [ -e "$AGENT_SANDBOX_STATE_DIR/ready" ]; then echo "setpriv: ready exists" >> "$STUB_LOG"; fi
+exit "${STUB_SETPRIV_EXIT:-0}"'
+  stub sleep '[ ! -e "$AGENT_SANDBOX_STATE_DIR/ready" ] || echo "sleep: ready exists" >> "$STUB_LOG"'
+}
+
+teardown() {
+  common_teardown
+}
+
+# firewall BODY: the firewall script logs "firewall" (and whether ready/failed exist yet), then runs BODY.
+firewall() {
+  cat > "$AGENT_SANDBOX_FIREWALL_SCRIPT" <<EOF
+#!/usr/bin/env bash
+echo firewall >> "\$STUB_LOG"
+for f in ready failed; do [ ! -e "\$AGENT_SANDBOX_STATE_DIR/\$f" ] || echo "firewall: \$f exists" >> "\$STUB_LOG"; done
+$1
+EOF
+  chmod +x "$AGENT_SANDBOX_FIREWALL_SCRIPT"
+}
+
+# argv_of N: the argv of the Nth setpriv call, one word a line.
+argv_of() { cat "$TEST_TMP/setpriv.$1"; }
+
+@test "firewall mode: runs the firewall, then writes ready, then execs sleep infinity" {
+  run --separate-stderr "$SCRIPT"
+  assert_success
+  assert_output 'agent-sandbox: ready'
+  [ -e "$AGENT_SANDBOX_STATE_DIR/ready" ]
+  [ ! -e "$AGENT_SANDBOX_STATE_DIR/failed" ]
+  run grep -E '^(firewall|sleep)' "$STUB_LOG"
+  assert_output "firewall
+sleep infinity
+sleep: ready exists"
+}
+
+@test "firewall mode: the exit code of sleep is the entrypoint's (it is exec'd)" {
+  stub sleep 'exit 42'
+  run "$SCRIPT"
+  assert_equal "$status" 42
+}
+
+@test "firewall mode: the firewall's warnings on stderr are relayed" {
+  firewall 'echo "init-firewall: warning: no IPv6" >&2'
+  run --separate-stderr "$SCRIPT"
+  assert_success
+  assert_equal "$stderr" 'init-firewall: warning: no IPv6'
+}
+
+@test "a failing firewall: exit 1, its last stderr line in failed, no ready, no sleep" {
+  firewall 'printf "resolving github.com\nipset: cannot create set\n\n" >&2; echo "stdout noise"; exit 3'
+  run --separate-stderr "$SCRIPT"
+  assert_failure 1
+  assert_output ''
+  assert_equal "$stderr" 'agent-sandbox: firewall set-up failed: ipset: cannot create set'
+  run cat "$AGENT_SANDBOX_STATE_DIR/failed"
+  assert_output 'firewall set-up failed: ipset: cannot create set'
+  [ ! -e "$AGENT_SANDBOX_STATE_DIR/ready" ]
+  run grep -c '^sleep' "$STUB_LOG"
+  assert_output 0
+}
+
+@test "network none: no firewall, ready" {
+  AGENT_SANDBOX_NETWORK=none run --separate-stderr "$SCRIPT"
+  assert_success
+  assert_output 'agent-sandbox: ready'
+  assert_equal "$stderr" ''
+  [ -e "$AGENT_SANDBOX_STATE_DIR/ready" ]
+  run grep -c '^firewall' "$STUB_LOG"
+  assert_output 0
+}
+
+@test "network open: no firewall, a loud warning on stderr, ready" {
+  AGENT_SANDBOX_NETWORK=open run --separate-stderr "$SCRIPT"
+  assert_success
+  assert_equal "$stderr" 'agent-sandbox: WARNING: network mode "open": egress is NOT filtered in this sandbox'
+  [ -e "$AGENT_SANDBOX_STATE_DIR/ready" ]
+  run grep -c '^firewall' "$STUB_LOG"
+  assert_output 0
+}
+
+@test "an unknown network mode fails before anything is ready" {
+  AGENT_SANDBOX_NETWORK=bogus run --separate-stderr "$SCRIPT"
+  assert_failure 1
+  assert_equal "$stderr" 'agent-sandbox: unknown AGENT_SANDBOX_NETWORK: bogus'
+  run cat "$AGENT_SANDBOX_STATE_DIR/failed"
+  assert_output 'unknown AGENT_SANDBOX_NETWORK: bogus'
+  [ ! -e "$AGENT_SANDBOX_STATE_DIR/ready" ]
+  run grep -cE '^(firewall|sleep)' "$STUB_LOG"
+  assert_output 0
+}
+
+@test "ready and failed from an earlier run are removed at start" {
+  mkdir -p "$AGENT_SANDBOX_STATE_DIR"
+  echo 'old failure' > "$AGENT_SANDBOX_STATE_DIR/failed"
+  : > "$AGENT_SANDBOX_STATE_DIR/ready"
+  run "$SCRIPT"
+  assert_success
+  run grep -c '^firewall: ' "$STUB_LOG"
+  assert_output 0
+  [ -e "$AGENT_SANDBOX_STATE_DIR/ready" ]
+  [ ! -e "$AGENT_SANDBOX_STATE_DIR/failed" ]
+}
+
+@test "a stale ready does not survive a failing start" {
+  mkdir -p "$AGENT_SANDBOX_STATE_DIR"
+  : > "$AGENT_SANDBOX_STATE_DIR/ready"
+  firewall 'echo "boom" >&2; exit 1'
+  run "$SCRIPT"
+  assert_failure 1
+  [ ! -e "$AGENT_SANDBOX_STATE_DIR/ready" ]
+  run cat "$AGENT_SANDBOX_STATE_DIR/failed"
+  assert_output 'firewall set-up failed: boom'
+}
+
+@test "renumbering: node (1000) becomes 1234:1234" {
+  AGENT_SANDBOX_UID=1234 AGENT_SANDBOX_GID=1234 run "$SCRIPT"
+  assert_success
+  run grep -E '^(groupmod|usermod)' "$STUB_LOG"
+  assert_output "groupmod --non-unique --gid 1234 node
+usermod --non-unique --uid 1234 node"
+}
+
+@test "renumbering: an empty GID takes the UID" {
+  AGENT_SANDBOX_UID=1234 run "$SCRIPT"
+  assert_success
+  run grep -E '^(groupmod|usermod)' "$STUB_LOG"
+  assert_output "groupmod --non-unique --gid 1234 node
+usermod --non-unique --uid 1234 node"
+}
+
+@test "renumbering: only what differs changes" {
+  AGENT_SANDBOX_UID=1000 AGENT_SANDBOX_GID=20 run "$SCRIPT"
+  assert_success
+  run grep -E '^(groupmod|usermod)' "$STUB_LOG"
+  assert_output "groupmod --non-unique --gid 20 node"
+}
+
+@test "renumbering: UID 0 or empty leaves node alone" {
+  AGENT_SANDBOX_UID=0 AGENT_SANDBOX_GID=0 run "$SCRIPT"
+  assert_success
+  AGENT_SANDBOX_UID='' AGENT_SANDBOX_GID=1234 run "$SCRIPT"
+  assert_success
+  run grep -cE '^(groupmod|usermod)' "$STUB_LOG"
+  assert_output 0
+}
+
+@test "renumbering: a non-numeric UID fails" {
+  AGENT_SANDBOX_UID='1000; rm -rf /' run --separate-stderr "$SCRIPT"
+  assert_failure 1
+  assert_equal "$stderr" 'agent-sandbox: AGENT_SANDBOX_UID is not a number: 1000; rm -rf /'
+  [ ! -e "$AGENT_SANDBOX_STATE_DIR/ready" ]
+  run grep -cE '^(groupmod|usermod|firewall)' "$STUB_LOG"
+  assert_output 0
+}
+
+@test "renumbering: a non-numeric GID fails" {
+  AGENT_SANDBOX_UID=1234 AGENT_SANDBOX_GID=staff run --separate-stderr "$SCRIPT"
+  assert_failure 1
+  assert_equal "$stderr" 'agent-sandbox: AGENT_SANDBOX_GID is not a number: staff'
+  [ ! -e "$AGENT_SANDBOX_STATE_DIR/ready" ]
+}
+
+@test "renumbering: a failing usermod fails the start" {
+  stub usermod 'exit 4'
+  AGENT_SANDBOX_UID=1234 run --separate-stderr "$SCRIPT"
+  assert_failure 1
+  assert_equal "$stderr" 'agent-sandbox: cannot set the uid of node to 1234'
+  [ ! -e "$AGENT_SANDBOX_STATE_DIR/ready" ]
+}
+
+@test "volumes owned by another uid are handed to node; the shelf only at its top" {
+  mkdir -p "$AGENT_SANDBOX_USER_HOME/.claude" "$AGENT_SANDBOX_SHELF"
+  STUB_OWNER_UID=0 run "$SCRIPT"
+  assert_success
+  run grep '^chown' "$STUB_LOG"
+  assert_output "chown -R node:node $AGENT_SANDBOX_HISTORY_DIR
+chown -R node:node $AGENT_SANDBOX_USER_HOME
+chown -R node:node $AGENT_SANDBOX_USER_HOME/.claude
+chown node:node $AGENT_SANDBOX_SHELF"
+}
+
+@test "volumes already node's are left alone" {
+  mkdir -p "$AGENT_SANDBOX_USER_HOME/.codex" "$AGENT_SANDBOX_SHELF"
+  run "$SCRIPT"
+  assert_success
+  run grep -c '^chown' "$STUB_LOG"
+  assert_output 0
+}
+
+@test "a missing bash history is created for node, mode 0600" {
+  rm "$AGENT_SANDBOX_HISTORY_DIR/.bash_history"
+  run "$SCRIPT"
+  assert_success
+  run grep '^install' "$STUB_LOG"
+  assert_output "install -o node -g node -m 0600 /dev/null $AGENT_SANDBOX_HISTORY_DIR/.bash_history"
+}
+
+@test "git identity: set as node, each value one argv word" {
+  cd "$TEST_TMP"
+  AGENT_SANDBOX_GIT_NAME='Ada $(touch pwned) Lovelace' AGENT_SANDBOX_GIT_EMAIL='ada@example.com' run "$SCRIPT"
+  assert_success
+  run argv_of 1
+  assert_output "--reuid=node
+--regid=node
+--init-groups
+env
+HOME=$AGENT_SANDBOX_USER_HOME
+/usr/bin/git
+config
+--global
+user.name
+Ada \$(touch pwned) Lovelace"
+  run argv_of 2
+  assert_output "--reuid=node
+--regid=node
+--init-groups
+env
+HOME=$AGENT_SANDBOX_USER_HOME
+/usr/bin/git
+config
+--global
+user.email
+ada@example.com"
+  [ ! -e "$TEST_TMP/pwned" ]
+  # Set before the sandbox is ready.
+  run grep -c '^setpriv: ready exists' "$STUB_LOG"
+  assert_output 0
+}
+
+@test "git identity: nothing set when neither is given" {
+  run "$SCRIPT"
+  assert_success
+  [ ! -e "$TEST_TMP/setpriv.1" ]
+}
+
+@test "git identity: a failing git config fails the start" {
+  AGENT_SANDBOX_GIT_EMAIL='ada@example.com' STUB_SETPRIV_EXIT=1 run --separate-stderr "$SCRIPT"
+  assert_failure 1
+  assert_equal "$stderr" 'agent-sandbox: cannot set git user.email'
+  [ ! -e "$AGENT_SANDBOX_STATE_DIR/ready" ]
+}
+
+@test "with a CMD: after ready, execs it as node with node's HOME and no inherited caps" {
+  unset AGENT_SANDBOX_USER_HOME
+  STUB_SETPRIV_EXIT=42 run --separate-stderr "$SCRIPT" codex exec 'two words' '$(x)'
+  assert_equal "$status" 42
+  assert_output 'agent-sandbox: ready'
+  run argv_of 1
+  assert_output "--reuid=node
+--regid=node
+--init-groups
+--inh-caps=-all
+env
+HOME=/home/node
+USER=node
+LOGNAME=node
+codex
+exec
+two words
+\$(x)"
+  run grep -E '^(setpriv: ready exists|sleep)' "$STUB_LOG"
+  assert_output 'setpriv: ready exists'
+}
+
+@test "agent config volumes: one file inside that is not node's hands that volume to node" {
+  mkdir -p "$AGENT_SANDBOX_USER_HOME/.codex" "$AGENT_SANDBOX_USER_HOME/.claude"
+  : > "$AGENT_SANDBOX_USER_HOME/.claude/settings.json"
+  : > "$AGENT_SANDBOX_USER_HOME/.codex/auth.json"
+  # node is not the test's own uid, which owns .codex/auth.json; the top directories look node's.
+  STUB_NODE_UID=$((UID + 1)) STUB_OWNER_UID=$((UID + 1)) run "$SCRIPT"
+  assert_success
+  run grep '^chown' "$STUB_LOG"
+  assert_output "chown -R node:node $AGENT_SANDBOX_USER_HOME/.claude
+chown -R node:node $AGENT_SANDBOX_USER_HOME/.codex"
+}
+
+@test "agent config volumes whose files are all node's are left alone" {
+  mkdir -p "$AGENT_SANDBOX_USER_HOME/.codex/sessions" "$AGENT_SANDBOX_USER_HOME/.claude"
+  : > "$AGENT_SANDBOX_USER_HOME/.codex/sessions/auth.json"
+  STUB_NODE_UID=$UID STUB_OWNER_UID=$UID run "$SCRIPT"
+  assert_success
+  run grep -c '^chown' "$STUB_LOG"
+  assert_output 0
+}
