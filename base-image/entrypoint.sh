@@ -54,10 +54,18 @@ renumber_user() {
   fi
 }
 
+agent_volume_needs_owning() {
+  local dir="$1" uid gid
+  uid="$(id -u "$NODE_USER")"
+  gid="$(id -g "$NODE_USER")"
+  [[ "$(stat -c %u "$dir")" != "$uid" || "$(stat -c %g "$dir")" != "$gid" ]] && return 0
+  [[ -n "$(find "$dir" -mindepth 1 \( ! -uid "$uid" -o ! -gid "$gid" \) -print -quit 2>/dev/null)" ]]
+}
+
 # Volumes may be new (root-owned) or come from a sandbox with another owner.
 own_volumes() {
   local dir
-  for dir in "$HISTORY_DIR" "$NODE_HOME" "$NODE_HOME/.claude" "$NODE_HOME/.codex"; do
+  for dir in "$HISTORY_DIR" "$NODE_HOME"; do
     [[ -d "$dir" ]] || continue
     if [[ "$(stat -c %u "$dir")" != "$(id -u "$NODE_USER")" ]]; then
       chown -R "$NODE_USER:$NODE_USER" "$dir" 2>/dev/null || chown "$NODE_USER:$NODE_USER" "$dir"
@@ -65,11 +73,12 @@ own_volumes() {
   done
   # The agent config volumes are shared, and files may be put there from outside
   # this sandbox (codex-init-config, a sandbox of another workspace owner). Their
-  # credentials are mode 0600, so every file must be node's, not only the top.
+  # credentials are mode 0600, so every file must be node's, group included
+  # (usermod renumbers the files under the home directory, but not their group).
   for dir in "$NODE_HOME/.claude" "$NODE_HOME/.codex"; do
     [[ -d "$dir" ]] || continue
-    if [[ -n "$(find "$dir" -mindepth 1 ! -uid "$(id -u "$NODE_USER")" -print -quit 2>/dev/null)" ]]; then
-      chown -R "$NODE_USER:$NODE_USER" "$dir" 2>/dev/null || true
+    if agent_volume_needs_owning "$dir"; then
+      chown -R "$NODE_USER:$NODE_USER" "$dir" 2>/dev/null || chown "$NODE_USER:$NODE_USER" "$dir"
     fi
   done
   # The repo-shelf: only its top directory. Provisioning owns the rest, and the

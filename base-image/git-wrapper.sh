@@ -116,6 +116,7 @@ R_SEND_PACK="this command pushes without the pre-push hook or the sandbox's chec
 R_ALIAS_DEPTH="aliases nested this deep cannot be checked in the sandbox. Use the git command directly, or stop and ask the user."
 R_ALIAS_PARSE="this alias cannot be parsed (unclosed quote or trailing backslash), so it cannot be checked in the sandbox. Fix the alias, or stop and ask the user."
 R_AUTOCORRECT="unknown command while help.autocorrect is on: the guessed command cannot be checked in the sandbox. Spell the command out, or stop and ask the user."
+R_CONFIG_RO="this repository's config is read-only in the sandbox (it can run code on the host through core.fsmonitor, core.pager or core.hooksPath). Use git config --global for your own settings, or ask the user to run the git config command on the host."
 R_CONFIG_READ="the sandbox could not read the git configuration it has to check (git config failed). Fix the configuration, or stop and ask the user."
 
 # Commands that run client-side hooks: the environment and core.hooksPath are checked for them.
@@ -454,6 +455,20 @@ check_alias_value() {
   return 0
 }
 
+# check_local_config_writable WHAT: a write to the repository's own config
+# (no --global/--system/--file/--blob/--worktree) that cannot succeed because
+# the sandbox mounts that file read-only gets a message saying what to do,
+# instead of git's "Device or resource busy".
+check_local_config_writable() {
+  local opt dir
+  for opt in "${EV_OPT[@]}"; do
+    case $opt in global | system | file | blob | worktree) return 0 ;; esac
+  done
+  dir=$("$REAL_GIT" "${CFG_GLOBALS[@]}" rev-parse --git-common-dir 2>/dev/null) || return 0
+  [[ -e "$dir/config" && ! -w "$dir/config" ]] || return 0
+  abort "$R_CONFIG_RO"
+}
+
 check_config() {
   local what="git config $*" sub action="" i key
   load_spec "$SPEC_CONFIG"
@@ -477,6 +492,7 @@ check_config() {
           done
           ;;
       esac
+      case $sub in set | unset | rename-section | remove-section) check_local_config_writable ;; esac
       return 0
       ;;
   esac
@@ -504,6 +520,7 @@ check_config() {
     remove-section) for key in "${POS[@]}"; do check_section "$what" remove "$key"; done ;;
     set | unset) ((${#POS[@]})) && check_config_write "$what" "$action" "${POS[0]}" "${POS[@]:1}" ;;
   esac
+  case $action in set | unset | rename-section | remove-section) check_local_config_writable ;; esac
   return 0
 }
 

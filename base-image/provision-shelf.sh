@@ -39,7 +39,14 @@ FETCH_TIMEOUT="${AGENT_SANDBOX_FETCH_TIMEOUT:-30}"
 /usr/bin/git check-ref-format --branch "$branch" >/dev/null 2>&1 || abort "not a valid branch name: $branch"
 
 # git runs as the sandbox user; only the set-up and the final lock-down run as root.
-git_cmd=(env HOME=/tmp GIT_TERMINAL_PROMPT=0 "$GIT" -c safe.directory='*')
+# safe.directory also in a global config file: git does not pass `-c` settings on
+# to the upload-pack it runs in a local repository (the host's, or a local origin),
+# which then refuses one owned by another user (a root-owned workspace, say).
+safe_config="$(mktemp)"
+trap 'rm -f "$safe_config"' EXIT
+printf '[safe]\n\tdirectory = *\n' > "$safe_config"
+chmod 0644 "$safe_config"
+git_cmd=(env HOME=/tmp GIT_CONFIG_GLOBAL="$safe_config" GIT_TERMINAL_PROMPT=0 "$GIT" -c safe.directory='*')
 if [ "$(id -u)" = 0 ]; then
   chown "$uid:$gid" "$SHELF"
   git_cmd=(setpriv --reuid="$uid" --regid="$gid" --clear-groups "${git_cmd[@]}")
@@ -83,16 +90,17 @@ fetch host || abort "cannot fetch from the host repository at $WORKSPACE_ROOT/$r
 
 has_ref() { g -C "$REPO" show-ref --verify --quiet "$1"; }
 
+remote_head() { # remote_head REMOTE: the REMOTE/BRANCH its HEAD points at, if fetched
+  local ref
+  ref="$(g -C "$REPO" ls-remote --symref "$1" HEAD 2>/dev/null | sed -n 's|^ref: refs/heads/\(.*\)\tHEAD$|\1|p' | head -n 1)"
+  [ -n "$ref" ] && has_ref "refs/remotes/$1/$ref" && printf '%s/%s\n' "$1" "$ref"
+}
+
+# origin's HEAD names its default branch, but the host's HEAD is only whatever
+# is checked out there (often a feature branch), so it comes after main/master.
 default_branch() {
   local remote ref
-  for remote in origin host; do
-    [ "$remote" = origin ] && [ "$origin_ok" = 0 ] && continue
-    ref="$(g -C "$REPO" ls-remote --symref "$remote" HEAD 2>/dev/null | sed -n 's|^ref: refs/heads/\(.*\)\tHEAD$|\1|p' | head -n 1)"
-    if [ -n "$ref" ] && has_ref "refs/remotes/$remote/$ref"; then
-      printf '%s/%s\n' "$remote" "$ref"
-      return
-    fi
-  done
+  if [ "$origin_ok" = 1 ] && remote_head origin; then return; fi
   for ref in main master; do
     for remote in origin host; do
       if has_ref "refs/remotes/$remote/$ref"; then
@@ -101,7 +109,7 @@ default_branch() {
       fi
     done
   done
-  return 1
+  remote_head host
 }
 
 mkdir -p "$WORKTREES"

@@ -3,21 +3,30 @@ import {BaseCommand} from '../cli/base.js'
 import {baseTagFlag, pathArg} from '../cli/flags.js'
 import {confirm, isInteractive} from '../cli/output.js'
 import {loadSettings} from '../lib/config/load.js'
-import {initWorkspace} from '../lib/init.js'
+import {initFromClone, initWorkspace} from '../lib/init.js'
+import {parseRepoSlug} from '../lib/github/app.js'
+import {resolve} from 'node:path'
 import {resolveWorkspace} from '../lib/workspace.js'
 
 export default class Init extends BaseCommand {
   static override summary = 'Create .agent-sandbox/ in a workspace and build its image.'
-  static override examples = ['<%= config.bin %> init', '<%= config.bin %> init ~/src/app --base-tag 2026-11-22', '<%= config.bin %> init --force']
+  static override examples = [
+    '<%= config.bin %> init',
+    '<%= config.bin %> init ~/src/app --base-tag 2026-11-22',
+    '<%= config.bin %> init --force',
+    '<%= config.bin %> init --clone octocat/hello-world ~/src/hello',
+  ]
   static override args = {path: pathArg}
   static override flags = {
     'base-tag': baseTagFlag,
+    clone: Flags.string({description: 'clone this GitHub repository (owner/repo) into PATH (default ./<repo>) with the GitHub App token first'}),
     force: Flags.boolean({description: "remove this workspace's containers and .agent-sandbox/ first (asks on a TTY)"}),
     yes: Flags.boolean({char: 'y', description: 'do not ask for confirmation'}),
   }
 
   async run(): Promise<void> {
     const {args, flags} = await this.parse(Init)
+    if (flags.clone !== undefined) return this.initClone(flags.clone, args.path, flags)
     const ws = resolveWorkspace(args.path)
     const {settings} = loadSettings({workspacePath: undefined, flags: flags['base-tag'] ? {baseTag: flags['base-tag']} : undefined})
     if (flags.force && !flags.yes && isInteractive()) {
@@ -27,5 +36,13 @@ export default class Init extends BaseCommand {
     const engine = await this.engine(flags)
     const result = await initWorkspace(engine, ws, {force: flags.force, baseTag: settings.baseTag, reporter: this.reporter})
     this.out(`initialised ${result.dir}; image ${result.image}`)
+  }
+
+  private async initClone(repo: string, path: string | undefined, flags: {'base-tag'?: string; engine?: string}): Promise<void> {
+    const target = resolve(path ?? parseRepoSlug(repo).repo)
+    const {settings} = loadSettings({workspacePath: undefined, flags: flags['base-tag'] ? {baseTag: flags['base-tag']} : undefined})
+    const engine = await this.engine(flags)
+    const result = await initFromClone(engine, repo, target, {baseTag: settings.baseTag, github: settings.github, reporter: this.reporter})
+    this.out(`cloned ${repo} into ${result.path}; initialised ${result.dir}; image ${result.image}`)
   }
 }

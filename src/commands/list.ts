@@ -28,6 +28,8 @@ export default class List extends BaseCommand {
         r.path,
       ]),
     ]
+    // The App's token state, only when some sandbox uses it (docs/github-app.md).
+    if (rows.some((r) => r.github)) table.forEach((row, i) => row.splice(row.length - 1, 0, i === 0 ? 'GITHUB' : (rows[i - 1].github?.summary ?? '-')))
     const widths = table[0].map((_, i) => Math.max(...table.map((row) => row[i].length)))
     for (const row of table) this.out(row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]))).join('  '))
   }

@@ -3,10 +3,13 @@ import {cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync} from
 import {join} from 'node:path'
 import {templatesDir} from './assets.js'
 import type {Engine} from './engine/index.js'
-import {ConflictError} from './errors.js'
+import type {GithubSettings} from './config/schema.js'
+import {ConfigError, ConflictError} from './errors.js'
+import {cloneUrl, parseRepoSlug, resolveAppConfig} from './github/app.js'
+import {checkCloneTarget, cloneWithApp} from './github/clone.js'
 import {buildRepoImage, ensureBaseImage} from './images.js'
 import {silentReporter, type Reporter} from './reporter.js'
-import {Labels, type Workspace} from './workspace.js'
+import {Labels, resolveWorkspace, type Workspace} from './workspace.js'
 import {giveTo} from './protected.js'
 import {removeSandbox, quoteArg} from './sandbox.js'
 
@@ -51,6 +54,44 @@ export async function initWorkspace(engine: Engine, ws: Workspace, options: Init
   } catch (error) {
     // Nothing half-made: a failed init leaves no .agent-sandbox/ behind.
     rmSync(dir, {recursive: true, force: true})
+    throw error
+  }
+}
+
+/**
+ * `init --clone owner/repo [path]`: clone with the GitHub App's token
+ * (github/clone.ts), then the normal init in the clone. Checks the base image
+ * first; a failed init removes the clone it made, so nothing is half-made.
+ */
+export async function initFromClone(
+  engine: Engine,
+  repo: string,
+  target: string,
+  options: InitOptions & {github: GithubSettings; env?: NodeJS.ProcessEnv},
+): Promise<{dir: string; image: string; path: string}> {
+  const env = options.env ?? process.env
+  const slug = parseRepoSlug(repo)
+  const config = resolveAppConfig(options.github, env)
+  if (!config) {
+    throw new ConfigError('init --clone needs a GitHub App: github.appId, github.installationId and github.privateKeyPath are not set', {
+      hint: 'set them in ~/.config/agent-sandbox/config.json or AGENT_SANDBOX_GITHUB_*; see docs/github-app.md',
+    })
+  }
+  checkCloneTarget(target)
+  await ensureBaseImage(engine, options.baseTag)
+  ;(options.reporter ?? silentReporter).info(`cloning ${cloneUrl(config, slug)} into ${target}`)
+  await cloneWithApp(config, slug, target, {env})
+  try {
+    const ws = resolveWorkspace(target)
+    // A repository that already ships .agent-sandbox/ only needs its image built.
+    if (existsSync(join(ws.path, '.agent-sandbox', 'Dockerfile'))) {
+      const image = await buildRepoImage(engine, ws, {baseTag: options.baseTag, reporter: options.reporter})
+      return {dir: join(ws.path, '.agent-sandbox'), image, path: ws.path}
+    }
+    const result = await initWorkspace(engine, ws, options)
+    return {...result, path: ws.path}
+  } catch (error) {
+    rmSync(target, {recursive: true, force: true})
     throw error
   }
 }

@@ -16,6 +16,9 @@ import {createPlaceholders, fsKindOf, planProtectedPaths} from './protected.js'
 import {silentReporter, type Reporter} from './reporter.js'
 import {buildSpec, STATE_DIR, toCreateOptions, type SandboxSpec} from './spec.js'
 import {Labels, Names, sanitizeBranch, type Workspace} from './workspace.js'
+import {planGhapp, type GhappPlan} from './github/plan.js'
+import {ensureRefresher, githubRowStatus, provisionToken, removeAppToken, type GithubRowStatus} from './github/refresher.js'
+import {GHAPP_LABEL} from './github/token-store.js'
 
 export interface Context {
   engine: Engine
@@ -57,12 +60,15 @@ export interface PreparedSandbox {
   settings: Settings
   placeholders: Array<{relative: string; kind: 'file' | 'dir'}>
   skipped: Array<{relative: string; reason: string}>
+  /** The GitHub App token this sandbox gets (the workspace's own sandboxes only, not one-shot containers). */
+  ghapp?: GhappPlan
 }
 
 /** Everything `start` would create, computed without touching the engine or the host. */
 export async function prepareSandbox(ws: Workspace, options: SandboxOptions, env: NodeJS.ProcessEnv = process.env): Promise<PreparedSandbox> {
   const {settings} = loadSettings({workspacePath: ws.path, flags: options.flags, env})
   const plan = planProtectedPaths(settings.protectedPaths, fsKindOf(ws.path))
+  const ghapp = options.name === undefined ? planGhapp(ws, settings.github, Names.container(ws, options.branch), env) : undefined
   const secretValues = Object.fromEntries(settings.secretEnv.filter((n) => env[n] !== undefined).map((n) => [n, env[n] as string]))
   const spec = buildSpec(ws, settings, {
     branch: options.branch,
@@ -74,8 +80,9 @@ export async function prepareSandbox(ws: Workspace, options: SandboxOptions, env
     name: options.name,
     cmd: options.cmd,
     labels: options.labels,
+    ghapp: ghapp?.spec,
   })
-  return {spec, settings, placeholders: plan.placeholders, skipped: plan.skipped}
+  return {spec, settings, placeholders: plan.placeholders, skipped: plan.skipped, ghapp}
 }
 
 export interface StartResult {
@@ -97,6 +104,7 @@ export async function startSandbox(ctx: Context, ws: Workspace, options: Sandbox
       const existing = await ctx.engine.containers.inspect(name)
       if (existing?.running) {
         await waitReady(ctx, existing)
+        if (existing.labels[GHAPP_LABEL] === '1') ensureRefresher(name, ctx.env ?? process.env)
         return {name, action: 'running' as const, container: existing}
       }
       if (options.branch !== undefined) {
@@ -104,16 +112,23 @@ export async function startSandbox(ctx: Context, ws: Workspace, options: Sandbox
       }
       const prepared = await prepareSandbox(ws, options, ctx.env)
       for (const s of prepared.skipped) reporter.warn(`protected path ${s.relative} not mounted: ${s.reason}`)
+      const {ghapp} = prepared
+      // The first token is minted here, so git works as soon as the sandbox is up; a refresher keeps it fresh.
+      if (ghapp) await reporter.step('Getting a GitHub App installation token', () => provisionToken(ghapp.name, ghapp.record, ctx.env ?? process.env))
+      const keepFresh = <T>(result: T): T => {
+        if (ghapp) ensureRefresher(ghapp.name, ctx.env ?? process.env)
+        return result
+      }
       if (existing) {
         if (existing.labels['dev.agent-sandbox.spec'] === prepared.spec.labels['dev.agent-sandbox.spec']) {
           await reporter.step(`Starting ${name}`, () => ctx.engine.containers.start(existing.id))
           const container = await waitReady(ctx, existing)
-          return {name, action: 'started' as const, container}
+          return keepFresh({name, action: 'started' as const, container})
         }
         reporter.info(`settings changed since ${name} was created; recreating it (volumes are kept)`)
         await ctx.engine.containers.remove(existing.id, {force: true})
       }
-      return createAndStart(ctx, ws, prepared, options)
+      return keepFresh(await createAndStart(ctx, ws, prepared, options))
     },
     ctx.env,
   )
@@ -227,6 +242,8 @@ export async function removeSandbox(ctx: Context, ws: Workspace, options: {branc
   if (info) {
     await ctx.engine.containers.remove(info.id, {force: true})
   }
+  // Its token refresher and token directory go with it.
+  await removeAppToken(name, ctx.env ?? process.env)
   if (options.volumes) {
     const others = await ctx.engine.containers.list({[Labels.workspace]: ws.path})
     if (others.length === 0) {
@@ -252,6 +269,8 @@ export interface SandboxRow {
   network: string
   volumes: string[]
   limits: Record<string, unknown>
+  /** The GitHub App token's state; null when the sandbox does not use the App. */
+  github: GithubRowStatus | null
 }
 
 /** Every sandbox, running or not, from one engine call: what a row needs is in the labels. */
@@ -271,6 +290,7 @@ export async function listSandboxes(ctx: Context): Promise<SandboxRow[]> {
       network: row.labels['dev.agent-sandbox.network'] ?? '',
       volumes: (row.labels[`${Labels.volume}s`] ?? '').split(',').filter(Boolean),
       limits: safeJson(row.labels['dev.agent-sandbox.limits']),
+      github: row.labels[GHAPP_LABEL] === '1' ? githubRowStatus(row.name, row.state === 'running', ctx.env ?? process.env) : null,
     }))
     .sort((a, b) => a.path.localeCompare(b.path) || a.branch.localeCompare(b.branch))
 }

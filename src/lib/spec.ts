@@ -73,7 +73,22 @@ export interface SpecOptions {
   labels?: Record<string, string>
   name?: string
   cmd?: string[]
+  /** GitHub App token for git and gh (docs/github-app.md): the host directory holding ghapp_token, and where it is used. */
+  ghapp?: GhappSpec
 }
+
+export interface GhappSpec {
+  /** Host directory holding only `ghapp_token`; mounted read-only at /run/secrets (a directory, so renames show through). */
+  secretsDir: string
+  /** `scheme://host[:port]` the askpass helper answers for. */
+  gitOrigin: string
+  /** The host `gh` talks to. */
+  ghHost: string
+  /** The API and git hosts, added to the firewall allowlist. */
+  allowDomains: string[]
+}
+
+export const GHAPP_ASKPASS = '/usr/local/bin/git-askpass-ghapp'
 
 export function workspaceMountPath(ws: Workspace): string {
   return posix.join('/workspace', ws.repoName)
@@ -136,8 +151,9 @@ export function buildSpec(ws: Workspace, settings: Settings, options: SpecOption
     {type: 'volume', source: Names.codexVolume(ws, shared), target: '/home/node/.codex', readOnly: false},
     {type: 'tmpfs', source: '', target: STATE_DIR, readOnly: false},
   ]
+  if (options.ghapp) mounts.push({type: 'bind', source: options.ghapp.secretsDir, target: '/run/secrets', readOnly: true})
   const ports = network === 'none' ? [] : settings.ports.map(parsePort)
-  const allowDomains = [...new Set([...settings.allowDomains, ...(options.extraAllowDomains ?? [])])]
+  const allowDomains = [...new Set([...settings.allowDomains, ...(options.extraAllowDomains ?? []), ...(options.ghapp?.allowDomains ?? [])])]
   const env: EnvEntry[] = [
     {name: 'AGENT_SANDBOX_NETWORK', value: network, secret: false},
     {name: 'AGENT_SANDBOX_WORKDIR', value: workdir, secret: false},
@@ -152,6 +168,13 @@ export function buildSpec(ws: Workspace, settings: Settings, options: SpecOption
   if (options.gitIdentity?.email) env.push({name: 'AGENT_SANDBOX_GIT_EMAIL', value: options.gitIdentity.email, secret: false})
   for (const [name, value] of Object.entries(settings.env).sort(([a], [b]) => a.localeCompare(b))) {
     env.push({name, value, secret: looksSecret(name)})
+  }
+  if (options.ghapp) {
+    env.push(
+      {name: 'GIT_ASKPASS', value: GHAPP_ASKPASS, secret: false},
+      {name: 'AGENT_SANDBOX_GHAPP_GIT_ORIGIN', value: options.ghapp.gitOrigin, secret: false},
+      {name: 'AGENT_SANDBOX_GHAPP_GH_HOST', value: options.ghapp.ghHost, secret: false},
+    )
   }
   for (const name of settings.secretEnv) {
     const value = options.secretValues?.[name]
@@ -172,6 +195,7 @@ export function buildSpec(ws: Workspace, settings: Settings, options: SpecOption
     'dev.agent-sandbox.workdir': workdir,
     'dev.agent-sandbox.network': network,
     'dev.agent-sandbox.limits': JSON.stringify(settings.limits),
+    ...(options.ghapp ? {'dev.agent-sandbox.ghapp': '1'} : {}),
     ...options.labels,
   }
   const spec: SandboxSpec = {

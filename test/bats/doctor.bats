@@ -63,6 +63,7 @@ case "$2" in
     ;;
   *dev/udp*)
     [ "${BEH_UDP:-eperm}" = sent ] && exit 0
+    [ "${BEH_UDP:-eperm}" = unreachable ] && { echo "bash: connect: Network is unreachable" >&2; exit 1; }
     echo "bash: line 1: printf: write error: Operation not permitted" >&2
     exit 1
     ;;
@@ -193,6 +194,9 @@ assert_check() {
   BEH_UDP=sent doctor
   assert_failure 1
   assert_check fail udp-gateway-53 'datagram sent to 10.9.0.1 port 53'
+  BEH_UDP=unreachable doctor
+  assert_failure 1
+  assert_check fail udp-gateway-53 'Network is unreachable'
 }
 
 @test "DNS: a non-allowlisted name must be NXDOMAIN from 127.0.0.1" {

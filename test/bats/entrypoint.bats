@@ -293,22 +293,52 @@ two words
   assert_output 'setpriv: ready exists'
 }
 
+# stat_as UID GID: stat -c %u / %g answer these (for every path).
+stat_as() {
+  stub stat "case \"\$2\" in %u) echo $1 ;; %g) echo $2 ;; *) exit 1 ;; esac"
+}
+
 @test "agent config volumes: one file inside that is not node's hands that volume to node" {
   mkdir -p "$AGENT_SANDBOX_USER_HOME/.codex" "$AGENT_SANDBOX_USER_HOME/.claude"
   : > "$AGENT_SANDBOX_USER_HOME/.claude/settings.json"
   : > "$AGENT_SANDBOX_USER_HOME/.codex/auth.json"
-  # node is not the test's own uid, which owns .codex/auth.json; the top directories look node's.
-  STUB_NODE_UID=$((UID + 1)) STUB_OWNER_UID=$((UID + 1)) run "$SCRIPT"
+  # node is not the test's own uid, which owns the files; the top directories look node's.
+  stat_as $((UID + 1)) 1000
+  STUB_NODE_UID=$((UID + 1)) run "$SCRIPT"
   assert_success
   run grep '^chown' "$STUB_LOG"
   assert_output "chown -R node:node $AGENT_SANDBOX_USER_HOME/.claude
 chown -R node:node $AGENT_SANDBOX_USER_HOME/.codex"
 }
 
+@test "agent config volumes: a file of another group hands that volume to node" {
+  local gid
+  gid="$(PATH=/usr/bin:/bin id -g)"
+  mkdir -p "$AGENT_SANDBOX_USER_HOME/.codex"
+  : > "$AGENT_SANDBOX_USER_HOME/.codex/auth.json"
+  stat_as "$UID" $((gid + 1))
+  STUB_NODE_UID=$UID STUB_NODE_GID=$((gid + 1)) run "$SCRIPT"
+  assert_success
+  run grep '^chown' "$STUB_LOG"
+  assert_output "chown -R node:node $AGENT_SANDBOX_USER_HOME/.codex"
+}
+
+@test "agent config volumes: a top directory of another group (left by usermod) is handed to node" {
+  mkdir -p "$AGENT_SANDBOX_USER_HOME/.claude"
+  stat_as 1000 1234
+  run "$SCRIPT"
+  assert_success
+  run grep '^chown' "$STUB_LOG"
+  assert_output "chown -R node:node $AGENT_SANDBOX_USER_HOME/.claude"
+}
+
 @test "agent config volumes whose files are all node's are left alone" {
+  local gid
+  gid="$(PATH=/usr/bin:/bin id -g)"
   mkdir -p "$AGENT_SANDBOX_USER_HOME/.codex/sessions" "$AGENT_SANDBOX_USER_HOME/.claude"
   : > "$AGENT_SANDBOX_USER_HOME/.codex/sessions/auth.json"
-  STUB_NODE_UID=$UID STUB_OWNER_UID=$UID run "$SCRIPT"
+  stat_as "$UID" "$gid"
+  STUB_NODE_UID=$UID STUB_NODE_GID=$gid run "$SCRIPT"
   assert_success
   run grep -c '^chown' "$STUB_LOG"
   assert_output 0

@@ -83,6 +83,15 @@ export function envLayer(env: NodeJS.ProcessEnv): ConfigFile {
   if (env.AGENT_SANDBOX_CPUS) limits.cpus = Number(env.AGENT_SANDBOX_CPUS)
   if (env.AGENT_SANDBOX_PIDS_LIMIT) limits.pids = Number(env.AGENT_SANDBOX_PIDS_LIMIT)
   if (Object.keys(limits).length) raw.limits = limits
+  const github: Record<string, unknown> = {}
+  const int = (value: string) => (/^\d+$/.test(value) ? Number(value) : value)
+  if (env.AGENT_SANDBOX_GITHUB_APP_ID) github.appId = int(env.AGENT_SANDBOX_GITHUB_APP_ID)
+  if (env.AGENT_SANDBOX_GITHUB_INSTALLATION_ID) github.installationId = int(env.AGENT_SANDBOX_GITHUB_INSTALLATION_ID)
+  if (env.AGENT_SANDBOX_GITHUB_PRIVATE_KEY_PATH) github.privateKeyPath = env.AGENT_SANDBOX_GITHUB_PRIVATE_KEY_PATH
+  if (env.AGENT_SANDBOX_GITHUB_API_URL) github.apiUrl = env.AGENT_SANDBOX_GITHUB_API_URL
+  if (env.AGENT_SANDBOX_GITHUB_GIT_URL) github.gitUrl = env.AGENT_SANDBOX_GITHUB_GIT_URL
+  if (env.AGENT_SANDBOX_GITHUB_REFRESH_MARGIN_SECONDS) github.refreshMarginSeconds = int(env.AGENT_SANDBOX_GITHUB_REFRESH_MARGIN_SECONDS)
+  if (Object.keys(github).length) raw.github = github
   if (env.AGENT_SANDBOX_SHARED_AGENT_CONFIG) raw.sharedAgentConfig = !/^(0|false|no)$/i.test(env.AGENT_SANDBOX_SHARED_AGENT_CONFIG)
   const parsed = ConfigFileSchema.safeParse(raw)
   if (!parsed.success) throw configErrorFrom(parsed.error, 'environment (AGENT_SANDBOX_*)')
@@ -108,7 +117,22 @@ export function loadSettings(options: LoadOptions = {}): LoadedSettings {
     ['env', envLayer(env)],
     ['flag', options.flags],
   ]
+  refuseWorkspaceGithub(layers[2][1], files.workspace)
   return mergeLayers(layers, files)
+}
+
+/**
+ * A repository must not choose where the user's App key signs in, nor which
+ * key file is read: only installationId and refreshMarginSeconds may come
+ * from a workspace file.
+ */
+function refuseWorkspaceGithub(layer: ConfigFile | undefined, path: string): void {
+  const keys = Object.keys(layer?.github ?? {}).filter((k) => k !== 'installationId' && k !== 'refreshMarginSeconds')
+  if (keys.length) {
+    throw new ConfigError(`${path}: field "github.${keys[0]}" is only read from the user config or the environment`, {
+      hint: 'move it to ~/.config/agent-sandbox/config.json (a repository must not choose the GitHub App key or where it signs in)',
+    })
+  }
 }
 
 const LIST_KEYS = ['protectedPaths', 'secretEnv', 'ports', 'allowDomains'] as const
@@ -136,6 +160,10 @@ export function mergeLayers(layers: Array<[Source, ConfigFile | undefined]>, fil
     if (layer.env && Object.keys(layer.env).length) {
       settings.env = {...settings.env, ...layer.env}
       sources.env = sources.env[0] === 'default' ? [source] : [...sources.env, source]
+    }
+    if (layer.github && Object.keys(layer.github).length) {
+      settings.github = {...settings.github, ...layer.github}
+      sources.github = sources.github[0] === 'default' ? [source] : [...sources.github, source]
     }
     if (layer.limits && Object.keys(layer.limits).length) {
       settings.limits = {...settings.limits, ...layer.limits}

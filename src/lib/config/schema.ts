@@ -25,6 +25,27 @@ export const LimitsSchema = z
   })
   .strict()
 
+const httpUrl = z
+  .string()
+  .url('must be a URL such as https://api.github.com')
+  .refine((u) => /^https?:\/\//i.test(u), 'must start with https:// (or http:// for a local stand-in)')
+
+/** A GitHub App whose short-lived installation tokens the sandbox's git and gh use (docs/github-app.md). */
+export const GithubSchema = z
+  .object({
+    appId: z.union([z.number().int().positive(), z.string().regex(/^[A-Za-z0-9.]+$/, 'must be the App ID (a number) or its client ID')]).optional(),
+    installationId: z.number().int().positive().optional(),
+    privateKeyPath: z
+      .string()
+      .min(1)
+      .refine((p) => p.startsWith('/') || p.startsWith('~/'), 'must be an absolute path (or start with ~/)')
+      .optional(),
+    apiUrl: httpUrl.optional(),
+    gitUrl: httpUrl.optional(),
+    refreshMarginSeconds: z.number().int().min(1).max(3000).optional(),
+  })
+  .strict()
+
 export const ConfigFileSchema = z
   .object({
     $schema: z.string().optional(),
@@ -38,6 +59,7 @@ export const ConfigFileSchema = z
     dockerNetwork: z.string().min(1).optional(),
     limits: LimitsSchema.optional(),
     sharedAgentConfig: z.boolean().optional(),
+    github: GithubSchema.optional(),
   })
   .strict()
 
@@ -56,6 +78,18 @@ export interface Settings {
   dockerNetwork: string
   limits: {memory?: string; cpus?: number; pids?: number}
   sharedAgentConfig: boolean
+  github: GithubSettings
+}
+
+export interface GithubSettings {
+  appId?: number | string
+  installationId?: number
+  privateKeyPath?: string
+  apiUrl: string
+  /** Base URL for clones; default derived from apiUrl (api.github.com → github.com, GHES …/api/v3 → its host). */
+  gitUrl?: string
+  /** Renew the token this long before it expires. */
+  refreshMarginSeconds: number
 }
 
 export const DEFAULTS: Settings = {
@@ -69,6 +103,7 @@ export const DEFAULTS: Settings = {
   dockerNetwork: 'bridge',
   limits: {},
   sharedAgentConfig: true,
+  github: {apiUrl: 'https://api.github.com', refreshMarginSeconds: 300},
 }
 
 export {domain as DomainSchema, size as SizeSchema, envName as EnvNameSchema}

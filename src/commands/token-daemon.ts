@@ -1,0 +1,44 @@
+import {Flags} from '@oclif/core'
+import {BaseCommand} from '../cli/base.js'
+import {ConflictError} from '../lib/errors.js'
+import {claimDaemonPid, releasePid, runRefreshLoop} from '../lib/github/refresher.js'
+import {daemonPidPath, readPid, refresherAlive, tokenPaths} from '../lib/github/token-store.js'
+
+export default class TokenDaemon extends BaseCommand {
+  static override summary = 'Keep the GitHub App tokens of every running sandbox fresh (foreground; for a user systemd service).'
+  static override description =
+    'Renews each sandbox\'s installation token github.refreshMarginSeconds before it expires, writing it atomically to the file mounted read-only at /run/secrets/ghapp_token. Sandboxes are found by the label dev.agent-sandbox.ghapp=1. Without a daemon, `start` spawns one refresher per sandbox instead. See docs/github-app.md.'
+  static override examples = ['<%= config.bin %> token-daemon', 'systemctl --user enable --now agent-sandbox-token-daemon']
+  static override flags = {
+    container: Flags.string({description: 'refresh only this sandbox and exit when it is gone (what `start` spawns)', hidden: true}),
+  }
+
+  async run(): Promise<void> {
+    const {flags} = await this.parse(TokenDaemon)
+    const env = process.env
+    let pidFile: string
+    if (flags.container) {
+      pidFile = tokenPaths(flags.container, env).pid
+      const holder = readPid(pidFile)
+      // `start` writes our pid before we run; another live pid means a duplicate.
+      if (holder && holder !== process.pid && refresherAlive(holder)) return
+    } else {
+      pidFile = daemonPidPath(env)
+      const holder = claimDaemonPid(env)
+      if (holder) throw new ConflictError(`a token daemon is already running (pid ${holder})`, {hint: `stop it first, or leave it running (pid file ${pidFile})`})
+    }
+    const engine = await this.engine(flags)
+    const controller = new AbortController()
+    const stop = () => controller.abort()
+    process.once('SIGTERM', stop)
+    process.once('SIGINT', stop)
+    const log = (line: string) => process.stderr.write(`${new Date().toISOString()} ${line}\n`)
+    log(flags.container ? `refresher for ${flags.container} started (pid ${process.pid})` : `token daemon started (pid ${process.pid})`)
+    try {
+      await runRefreshLoop({engine, env, container: flags.container, signal: controller.signal, log})
+    } finally {
+      releasePid(pidFile)
+      log('stopped')
+    }
+  }
+}

@@ -1,0 +1,330 @@
+import {mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {afterEach, beforeEach, describe, expect, it, vi} from 'vitest'
+import type {Engine, ExecResult} from '../../src/lib/engine/index.js'
+import {
+  allowDomains,
+  checkRules,
+  formatDoctor,
+  formatStatus,
+  parseDeniedLine,
+  parseDoctorOutput,
+  parseStatus,
+  splitDomainsAndPath,
+  validateDomains,
+  type FirewallStatus,
+} from '../../src/lib/firewall.js'
+import {describeWorkspace, Names, type Workspace} from '../../src/lib/workspace.js'
+
+/** `iptables -S` of a healthy sandbox, as init-firewall.sh loads it (Docker DNS upstream). */
+const RULES4 = [
+  '-P INPUT DROP',
+  '-P FORWARD DROP',
+  '-P OUTPUT DROP',
+  '-A INPUT -i lo -j ACCEPT',
+  '-A INPUT -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT',
+  '-A INPUT -p tcp -j REJECT --reject-with tcp-reset',
+  '-A INPUT -j REJECT --reject-with icmp-port-unreachable',
+  '-A OUTPUT -d 127.0.0.11/32 -m owner --uid-owner 999 -j ACCEPT',
+  '-A OUTPUT -d 127.0.0.11/32 -j REJECT --reject-with icmp-port-unreachable',
+  '-A OUTPUT -o lo -j ACCEPT',
+  '-A OUTPUT -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT',
+  '-A OUTPUT -p udp -m udp --dport 53 -m owner --uid-owner 0 -j ACCEPT',
+  '-A OUTPUT -p tcp -m tcp --dport 53 -m owner --uid-owner 0 -j ACCEPT',
+  '-A OUTPUT -d 10.255.255.53/32 -p udp -m udp --dport 53 -m owner --uid-owner 999 -j ACCEPT',
+  '-A OUTPUT -m set --match-set agent-sandbox-allow4 dst -j ACCEPT',
+  '-A OUTPUT -m set --match-set agent-sandbox-net4 dst -j ACCEPT',
+  '-A OUTPUT -m limit --limit 20/sec -j NFLOG --nflog-prefix agent-sandbox-deny --nflog-group 42',
+  '-A OUTPUT -p tcp -j REJECT --reject-with tcp-reset',
+  '-A OUTPUT -j REJECT --reject-with icmp-port-unreachable',
+]
+const RULES6 = [
+  '-P INPUT DROP',
+  '-P FORWARD DROP',
+  '-P OUTPUT DROP',
+  '-A OUTPUT -o lo -j ACCEPT',
+  '-A OUTPUT -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT',
+  '-A OUTPUT -p ipv6-icmp -m icmp6 --icmpv6-type 135 -m hl --hl-eq 255 -j ACCEPT',
+  '-A OUTPUT -p ipv6-icmp -m icmp6 --icmpv6-type 143 -j DROP',
+  '-A OUTPUT -m set --match-set agent-sandbox-allow6 dst -j ACCEPT',
+  '-A OUTPUT -m limit --limit 20/sec -j NFLOG --nflog-prefix agent-sandbox-deny --nflog-group 42',
+  '-A OUTPUT -p tcp -j REJECT --reject-with tcp-reset',
+  '-A OUTPUT -j REJECT --reject-with icmp6-port-unreachable',
+]
+
+function status(overrides: Partial<FirewallStatus> = {}): FirewallStatus {
+  return {
+    container: 'agent-sandbox-app-0123',
+    network: 'firewall',
+    backend: 'nft',
+    rules: RULES4,
+    rules6: RULES6,
+    rulesReadable: true,
+    allowlist: ['registry.npmjs.org', '*.example.com'],
+    ipsets: {'agent-sandbox-allow4': 3, 'agent-sandbox-allow6': 0, 'agent-sandbox-net4': 0},
+    deniedDns: ['evil.test'],
+    deniedConnections: [],
+    ...overrides,
+  }
+}
+
+describe('parseDeniedLine', () => {
+  it('splits a tcpdump NFLOG line into time, protocol and addr:port ends', () => {
+    expect(parseDeniedLine('03:15:24.057260 IP 10.231.7.2.44918 > 10.231.7.1.80: tcp 0')).toEqual({
+      time: '03:15:24.057260',
+      protocol: 'tcp',
+      source: '10.231.7.2:44918',
+      destination: '10.231.7.1:80',
+      line: '03:15:24.057260 IP 10.231.7.2.44918 > 10.231.7.1.80: tcp 0',
+    })
+  })
+
+  it('brackets IPv6 addresses and reads UDP', () => {
+    const c = parseDeniedLine('03:17:20.630727 IP6 fd00:f17:7::3.55562 > fd00:f17:7::1.53: UDP, length 4')
+    expect([c.protocol, c.source, c.destination]).toEqual(['udp', '[fd00:f17:7::3]:55562', '[fd00:f17:7::1]:53'])
+  })
+
+  it('keeps portless ICMP addresses whole, and unknown lines raw', () => {
+    const icmp = parseDeniedLine('03:17:20.630537 IP6 fe80::1 > ff02::16: HBH ICMP6, multicast listener report v2, length 48')
+    expect([icmp.protocol, icmp.source, icmp.destination]).toEqual(['icmp6', 'fe80::1', 'ff02::16'])
+    expect(parseDeniedLine('tcpdump: listening on nflog:42')).toEqual({time: '', protocol: '', source: '', destination: '', line: 'tcpdump: listening on nflog:42'})
+  })
+})
+
+describe('parseStatus / formatStatus', () => {
+  const raw = {
+    backend: 'nft',
+    rules: RULES4,
+    rules6: [],
+    rulesReadable: true,
+    allowlist: ['github.com'],
+    ipsets: {'agent-sandbox-allow4': 2, 'agent-sandbox-allow6': null},
+    deniedDns: ['evil.test', 'worse.test'],
+    deniedConnections: ['03:15:24.057260 IP 10.0.0.2.44918 > 10.0.0.9.22: tcp 0'],
+  }
+
+  it('adds the container and network, and parses denied connections', () => {
+    const s = parseStatus(JSON.stringify(raw), {name: 'c1', network: 'firewall'})
+    expect(s.container).toBe('c1')
+    expect(s.deniedConnections[0].destination).toBe('10.0.0.9:22')
+    expect(s.deniedDns).toEqual(['evil.test', 'worse.test'])
+  })
+
+  it('refuses output that is not JSON', () => {
+    expect(() => parseStatus('firewall-status: --json needs jq', {name: 'c1', network: 'firewall'})).toThrow(/not JSON/)
+  })
+
+  it('prints rules, allowlist, ipsets, denied names and a table of connections', () => {
+    const text = formatStatus(parseStatus(JSON.stringify(raw), {name: 'c1', network: 'firewall'}))
+    expect(text).toContain('Rules in force (IPv4):\n  -P INPUT DROP')
+    expect(text).toContain('Rules in force (IPv6):\n  (none loaded: IPv6 is disabled in this sandbox)')
+    expect(text).toContain('Allowlist (1 domains, each with its subdomains):\n  github.com')
+    expect(text).toContain('agent-sandbox-allow4=2  agent-sandbox-allow6=?')
+    expect(text).toContain('Denied DNS names (most recent last):\n  evil.test\n  worse.test')
+    expect(text).toMatch(/TIME +PROTO +FROM +TO\n +03:15:24\.057260 +tcp +10\.0\.0\.2:44918 +10\.0\.0\.9:22/)
+  })
+
+  it('says plainly when there is no firewall', () => {
+    expect(formatStatus({container: 'c1', network: 'open'})).toMatch(/NOT filtered/)
+    expect(formatStatus({container: 'c1', network: 'none'})).toMatch(/no network at all/)
+  })
+})
+
+describe('checkRules', () => {
+  it('passes the rules init-firewall.sh loads', () => {
+    const checks = checkRules(status())
+    expect(checks.map((c) => [c.name, c.status])).toEqual([
+      ['rules-ipv4', 'pass'],
+      ['rules-ipv6', 'pass'],
+      ['allowlist', 'pass'],
+      ['ipsets', 'pass'],
+    ])
+  })
+
+  it('fails an unconditional ACCEPT inserted anywhere in OUTPUT', () => {
+    const rules = [...RULES4.slice(0, 7), '-A OUTPUT -j ACCEPT', ...RULES4.slice(7)]
+    const [v4] = checkRules(status({rules}))
+    expect(v4).toMatchObject({status: 'fail', detail: 'unexpected rule: -A OUTPUT -j ACCEPT'})
+  })
+
+  it('fails ACCEPTs that look like ours but are wider', () => {
+    for (const rule of [
+      '-A OUTPUT -m owner --uid-owner 1000 -j ACCEPT',
+      '-A OUTPUT -m conntrack --ctstate NEW -j ACCEPT',
+      '-A OUTPUT -d 10.0.0.0/8 -j ACCEPT',
+      '-A OUTPUT -m set --match-set other-set dst -j ACCEPT',
+      '-A OUTPUT -p udp -m udp --dport 5353 -m owner --uid-owner 0 -j ACCEPT',
+    ]) {
+      const [v4] = checkRules(status({rules: [...RULES4.slice(0, -2), rule, ...RULES4.slice(-2)]}))
+      expect(v4.status, rule).toBe('fail')
+      expect(v4.detail).toContain(rule)
+    }
+  })
+
+  it('fails an ACCEPT policy, a missing final REJECT and missing logging', () => {
+    const rules = RULES4.map((r) => (r === '-P OUTPUT DROP' ? '-P OUTPUT ACCEPT' : r)).filter((r) => !r.includes('REJECT') && !r.includes('NFLOG'))
+    const [v4] = checkRules(status({rules}))
+    expect(v4.status).toBe('fail')
+    expect(v4.detail).toContain('OUTPUT policy is ACCEPT, not DROP')
+    expect(v4.detail).toContain('OUTPUT does not end with a REJECT')
+    expect(v4.detail).toContain('no NFLOG rule')
+  })
+
+  it('checks IPv6 with its own REJECT; no IPv6 rules at all means IPv6 is off', () => {
+    const v6 = checkRules(status({rules6: RULES6.map((r) => r.replace('icmp6-port-unreachable', 'icmp-port-unreachable'))}))[1]
+    expect(v6.status).toBe('fail')
+    expect(checkRules(status({rules6: []}))[1]).toMatchObject({status: 'pass', detail: expect.stringContaining('IPv6 is disabled')})
+    expect(checkRules(status({rules: []}))[0]).toMatchObject({status: 'fail', detail: 'no IPv4 rules loaded'})
+  })
+
+  it('fails unreadable rules, an empty allowlist and missing ipsets', () => {
+    expect(checkRules(status({rulesReadable: false}))).toEqual([{name: 'rules', status: 'fail', detail: 'the rules could not be read as root'}])
+    const checks = checkRules(status({allowlist: [], ipsets: {'agent-sandbox-allow4': 1, 'agent-sandbox-allow6': null}}))
+    expect(checks[2].status).toBe('fail')
+    expect(checks[3]).toMatchObject({status: 'fail', detail: 'missing: agent-sandbox-allow6'})
+  })
+})
+
+describe('parseDoctorOutput / formatDoctor', () => {
+  it('reads pass/fail/skip lines and ignores anything else', () => {
+    const checks = parseDoctorOutput('pass\tready\t/run/agent-sandbox/ready present\nnoise\nfail\ttcp-gateway-80\tconnected to 10.0.0.1:80\nskip\tdns-nxdomain\tall allowlisted\n')
+    expect(checks).toEqual([
+      {name: 'ready', status: 'pass', detail: '/run/agent-sandbox/ready present'},
+      {name: 'tcp-gateway-80', status: 'fail', detail: 'connected to 10.0.0.1:80'},
+      {name: 'dns-nxdomain', status: 'skip', detail: 'all allowlisted'},
+    ])
+  })
+
+  it('prints a table and a summary that says when the sandbox does not hold', () => {
+    const text = formatDoctor({
+      container: 'c1',
+      network: 'firewall',
+      ok: false,
+      checks: [
+        {name: 'ready', status: 'pass', detail: 'ok'},
+        {name: 'tcp-gateway-80', status: 'fail', detail: 'connected'},
+      ],
+    })
+    expect(text).toMatch(/RESULT +CHECK +DETAIL\nPASS +ready +ok\nFAIL +tcp-gateway-80 +connected/)
+    expect(text).toContain('1 passed, 1 failed, 0 skipped: this sandbox does NOT hold')
+  })
+})
+
+describe('validateDomains', () => {
+  it('accepts names and *.names, lower-cased and de-duplicated', () => {
+    expect(validateDomains(['API.Example.com', '*.example.org', 'api.example.com', 'localhost'])).toEqual(['api.example.com', '*.example.org', 'localhost'])
+  })
+
+  it('names every bad domain in one error', () => {
+    expect(() => validateDomains(['ok.example', 'https://x.example', 'x.example:443', '10.0.0.1', 'a..b', '*'])).toThrow(
+      'not a valid domain: "https://x.example", "x.example:443", "10.0.0.1", "a..b", "*"',
+    )
+    expect(() => validateDomains([])).toThrow('no domain given')
+  })
+})
+
+describe('splitDomainsAndPath', () => {
+  let dir: string
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'fw-split-'))
+    mkdirSync(join(dir, 'app'))
+  })
+  afterEach(() => rmSync(dir, {recursive: true, force: true}))
+
+  it('takes a last argument with a slash, ".", or an existing directory as the path', () => {
+    expect(splitDomainsAndPath(['a.example', 'b.example'], dir)).toEqual({domains: ['a.example', 'b.example']})
+    expect(splitDomainsAndPath(['a.example', './x'], dir)).toEqual({domains: ['a.example'], path: './x'})
+    expect(splitDomainsAndPath(['a.example', '.'], dir)).toEqual({domains: ['a.example'], path: '.'})
+    expect(splitDomainsAndPath(['a.example', 'app'], dir)).toEqual({domains: ['a.example'], path: 'app'})
+    expect(splitDomainsAndPath(['app'], dir)).toEqual({domains: ['app']})
+  })
+
+  it('refuses a path without domains', () => {
+    expect(() => splitDomainsAndPath(['/tmp'], dir)).toThrow('no domain given (/tmp is the workspace path)')
+  })
+})
+
+describe('allowDomains', () => {
+  let dir: string
+  let ws: Workspace
+  let exec: ReturnType<typeof vi.fn>
+  let inspect: ReturnType<typeof vi.fn>
+  let engine: Engine
+  const configPath = () => join(dir, '.agent-sandbox', 'config.json')
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'fw-allow-'))
+    mkdirSync(join(dir, '.agent-sandbox'))
+    writeFileSync(join(dir, '.agent-sandbox', 'Dockerfile'), 'FROM agent-sandbox-base:latest\n')
+    writeFileSync(configPath(), '{\n    "network": "firewall",\n    "allowDomains": ["github.com"],\n    "env": {"A": "1"}\n}\n', {mode: 0o640})
+    ws = describeWorkspace(dir)
+    inspect = vi.fn(async () => ({id: 'id1', running: true, status: 'running', labels: {'dev.agent-sandbox.network': 'firewall'}}))
+    exec = vi.fn(async (): Promise<ExecResult> => ({exitCode: 0, stdout: 'firewall-allow: added pypi.org\nfirewall-allow: github.com is already allowed\n', stderr: ''}))
+    engine = {containers: {inspect, exec}} as unknown as Engine
+  })
+  afterEach(() => rmSync(dir, {recursive: true, force: true}))
+
+  it('runs firewall-allow as root through sandbox-exec in the running sandbox', async () => {
+    const result = await allowDomains({engine}, ws, ['PyPI.org', 'github.com'])
+    expect(inspect).toHaveBeenCalledWith(Names.container(ws))
+    expect(exec).toHaveBeenCalledWith('id1', ['/usr/local/bin/sandbox-exec', '/usr/local/sbin/firewall-allow', 'pypi.org', 'github.com'], {user: 'root'})
+    expect(result).toMatchObject({live: true, added: ['pypi.org'], alreadyAllowed: ['github.com']})
+    expect(result.saved).toBeUndefined()
+    expect(readFileSync(configPath(), 'utf8')).toContain('"network": "firewall"') // untouched
+  })
+
+  it('--save appends new domains, keeps the other fields and the mode, as 2-space JSON, atomically', async () => {
+    const result = await allowDomains({engine}, ws, ['pypi.org', 'GitHub.com'], {save: true})
+    expect(result.saved).toEqual({path: configPath(), added: ['pypi.org']})
+    expect(readFileSync(configPath(), 'utf8')).toBe(
+      `${JSON.stringify({network: 'firewall', allowDomains: ['github.com', 'pypi.org'], env: {A: '1'}}, null, 2)}\n`,
+    )
+    expect(statSync(configPath()).mode & 0o777).toBe(0o640)
+    expect(readdirSync(join(dir, '.agent-sandbox')).sort()).toEqual(['Dockerfile', 'config.json'])
+  })
+
+  it('--save creates the config file when there is none', async () => {
+    rmSync(configPath())
+    await allowDomains({engine}, ws, ['pypi.org'], {save: true})
+    expect(JSON.parse(readFileSync(configPath(), 'utf8'))).toEqual({allowDomains: ['pypi.org']})
+  })
+
+  it('--save on a broken config changes nothing, in the sandbox or on disk', async () => {
+    writeFileSync(configPath(), '{"allowDomains": ["x.example"],}')
+    await expect(allowDomains({engine}, ws, ['pypi.org'], {save: true})).rejects.toThrow(/not valid JSON/)
+    writeFileSync(configPath(), '{"bogus": 1}')
+    await expect(allowDomains({engine}, ws, ['pypi.org'], {save: true})).rejects.toThrow(/unknown field "bogus"/)
+    expect(exec).not.toHaveBeenCalled()
+    expect(readFileSync(configPath(), 'utf8')).toBe('{"bogus": 1}')
+  })
+
+  it('invalid domains change nothing', async () => {
+    await expect(allowDomains({engine}, ws, ['ok.example', 'bad domain'], {save: true})).rejects.toThrow('not a valid domain: "bad domain"')
+    expect(exec).not.toHaveBeenCalled()
+    expect(inspect).not.toHaveBeenCalled()
+  })
+
+  it('a failure inside the sandbox is reported and nothing is saved', async () => {
+    exec.mockResolvedValueOnce({exitCode: 1, stdout: '', stderr: 'firewall-allow: dnsmasq failed to start: bad config\n'})
+    await expect(allowDomains({engine}, ws, ['pypi.org'], {save: true})).rejects.toThrow(/firewall-allow failed in .* \(exit 1\): firewall-allow: dnsmasq failed to start: bad config/)
+    expect(JSON.parse(readFileSync(configPath(), 'utf8')).allowDomains).toEqual(['github.com'])
+  })
+
+  it('not running: an error naming `agent-sandbox start`; with --save only the config changes', async () => {
+    inspect.mockResolvedValue({id: 'id1', running: false, status: 'exited', labels: {}})
+    await expect(allowDomains({engine}, ws, ['pypi.org'])).rejects.toMatchObject({
+      message: expect.stringContaining('is exited'),
+      hint: expect.stringContaining('agent-sandbox start'),
+    })
+    const saved = await allowDomains({engine}, ws, ['pypi.org'], {save: true})
+    expect(saved).toMatchObject({live: false, added: [], saved: {added: ['pypi.org']}})
+    expect(exec).not.toHaveBeenCalled()
+  })
+
+  it('refuses a sandbox without a firewall', async () => {
+    inspect.mockResolvedValue({id: 'id1', running: true, status: 'running', labels: {'dev.agent-sandbox.network': 'open'}})
+    await expect(allowDomains({engine}, ws, ['pypi.org'])).rejects.toThrow(/network mode "open": there is no firewall allowlist/)
+    expect(exec).not.toHaveBeenCalled()
+  })
+})
