@@ -8,7 +8,8 @@
 #   1. /repo-shelf/repo: a non-bare repository with remotes `origin` (the host
 #      repo's upstream, when it has one) and `host` (file:///workspace/REPO_NAME).
 #      Created in a temporary directory and renamed, so a crash leaves nothing
-#      half-made.
+#      half-made. A new one is seeded with copies of the host repository's
+#      object files, so that the first fetch from the host only writes refs.
 #   2. Fetches origin (bounded; when it cannot be reached, warns and goes on
 #      with the host alone), then the host.
 #   3. /repo-shelf/worktrees/BRANCH_DIR: a worktree of BRANCH, from the local
@@ -47,9 +48,11 @@ trap 'rm -f "$safe_config"' EXIT
 printf '[safe]\n\tdirectory = *\n' > "$safe_config"
 chmod 0644 "$safe_config"
 git_cmd=(env HOME=/tmp GIT_CONFIG_GLOBAL="$safe_config" GIT_TERMINAL_PROMPT=0 "$GIT" -c safe.directory='*')
+run_as=()
 if [ "$(id -u)" = 0 ]; then
   chown "$uid:$gid" "$SHELF"
-  git_cmd=(setpriv --reuid="$uid" --regid="$gid" --clear-groups "${git_cmd[@]}")
+  run_as=(setpriv --reuid="$uid" --regid="$gid" --clear-groups)
+  git_cmd=("${run_as[@]}" "${git_cmd[@]}")
 fi
 g() { "${git_cmd[@]}" "$@"; }
 
@@ -58,10 +61,29 @@ fetch() { # fetch REMOTE: bounded; returns non-zero on failure
   return "${PIPESTATUS[0]}"
 }
 
+# seed_objects DIR: copy the host repository's packs and loose objects into the
+# new repository DIR. A fetch whose wanted objects are all present already only
+# checks connectivity and writes refs, where a first fetch over file:// has git
+# pack-objects count and compress the whole history (docs/PERFORMANCE.md). These
+# are copies: hard links cannot cross from the workspace mount into the shelf
+# volume. Regular files only (never symlinks); best effort, since whatever is
+# missing is fetched anyway.
+seed_objects() {
+  local src="$WORKSPACE_ROOT/$repo_name/.git" dst="$1/.git/objects"
+  [ -d "$src/objects" ] && [ ! -L "$src" ] && [ ! -L "$src/objects" ] || return 0
+  (cd "$src/objects" && find . -mindepth 2 -maxdepth 2 -type f \
+      \( -path './pack/pack-*.pack' -o -path './pack/pack-*.idx' -o -regex '\./[0-9a-f][0-9a-f]/[0-9a-f]+' \) -print0 \
+    | "${run_as[@]}" xargs -0 -r cp --parents -t "$dst") 2>/dev/null
+}
+
 if [ ! -d "$REPO/.git" ]; then
   tmp="$SHELF/.repo.tmp"
   rm -rf "$tmp"
   g init -q "$tmp"
+  if ! seed_objects "$tmp"; then
+    rm -rf "$tmp"
+    g init -q "$tmp"
+  fi
   mv "$tmp" "$REPO"
 fi
 # The config may be root-owned from an earlier run; unlock it while we change it.

@@ -24,16 +24,13 @@ if [ ! -e "$dir" ]; then
   exit 0
 fi
 if [ "$force" != 1 ]; then
-  lost=0
-  while IFS= read -r line; do
-    printf 'lost: uncommitted %s\n' "$line"
-    lost=1
-  done < <(g -C "$dir" status --porcelain)
-  while IFS= read -r line; do
-    printf 'lost: unpushed %s\n' "$line"
-    lost=1
-  done < <(g -C "$dir" log --oneline "refs/heads/$branch" --not --remotes --)
-  [ "$lost" = 0 ] || exit 3
+  # A check that fails refuses: a worktree git cannot read may still hold work.
+  changes="$(g -C "$dir" status --porcelain)" || abort "cannot check $dir for uncommitted changes; use --force to remove it anyway"
+  # HEAD too: commits made on a detached HEAD exist only in this worktree.
+  unpushed="$(g -C "$dir" log --oneline HEAD "refs/heads/$branch" --not --remotes --)" || abort "cannot check $dir for unpushed commits; use --force to remove it anyway"
+  [ -z "$changes" ] || printf '%s\n' "$changes" | sed 's/^/lost: uncommitted /'
+  [ -z "$unpushed" ] || printf '%s\n' "$unpushed" | sed 's/^/lost: unpushed /'
+  [ -z "$changes$unpushed" ] || exit 3
 fi
 g -C "$REPO" worktree remove --force "$dir"
 g -C "$REPO" worktree prune

@@ -1,8 +1,38 @@
 #!/usr/bin/env node
-import {execute} from '@oclif/core'
+import {readFileSync} from 'node:fs'
+import {arch, platform, release} from 'node:os'
 
 // `shell` is the default command: `agent-sandbox` and `agent-sandbox <dir>` open a shell.
 const argv = process.argv.slice(2)
 if (argv.length === 0 || /^(\.|\/|~)/.test(argv[0])) argv.unshift('shell')
 
-await execute({args: argv, dir: import.meta.url})
+// `--version` answers without loading oclif (most of our start-up time; docs/PERFORMANCE.md).
+// The line is oclif's own user agent, so the output is the same either way; on
+// WSL oclif says "wsl", so there we leave it to oclif.
+if (argv[0] === '--version' && !(platform() === 'linux' && /microsoft/i.test(release() + safeRead('/proc/version')))) {
+  const pjson = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'))
+  process.stdout.write(`${pjson.name}/${pjson.version} ${platform()}-${arch() === 'ia32' ? 'x86' : arch()} node-${process.version}\n`)
+} else {
+  // oclif warns when node does not satisfy *its* engines range, which loads semver
+  // (~50 modules) on every start; ours (package.json engines) is stricter anyway.
+  const {execute} = await withEnv('OCLIF_DISABLE_ENGINE_WARNING', '1', () => import('@oclif/core'))
+  await execute({args: argv, dir: import.meta.url})
+}
+
+function safeRead(path) {
+  try {
+    return readFileSync(path, 'utf8')
+  } catch {
+    return ''
+  }
+}
+
+async function withEnv(name, value, load) {
+  const before = process.env[name]
+  if (before === undefined) process.env[name] = value
+  try {
+    return await load()
+  } finally {
+    if (before === undefined) delete process.env[name]
+  }
+}

@@ -3,6 +3,7 @@ import {BaseCommand} from '../cli/base.js'
 import {baseTagFlag, pathArg} from '../cli/flags.js'
 import {confirm, isInteractive} from '../cli/output.js'
 import {loadSettings} from '../lib/config/load.js'
+import {UsageError} from '../lib/errors.js'
 import {initFromClone, initWorkspace} from '../lib/init.js'
 import {parseRepoSlug} from '../lib/github/app.js'
 import {resolve} from 'node:path'
@@ -26,7 +27,10 @@ export default class Init extends BaseCommand {
 
   async run(): Promise<void> {
     const {args, flags} = await this.parse(Init)
-    if (flags.clone !== undefined) return this.initClone(flags.clone, args.path, flags)
+    if (flags.clone !== undefined) {
+      if (flags.force) throw new UsageError('--force cannot be used with --clone (a clone goes into a new or empty directory)', {hint: 'drop --force, or pass another path'})
+      return this.initClone(flags.clone, args.path, flags)
+    }
     const ws = resolveWorkspace(args.path)
     const {settings} = loadSettings({workspacePath: undefined, flags: flags['base-tag'] ? {baseTag: flags['base-tag']} : undefined})
     if (flags.force && !flags.yes && isInteractive()) {

@@ -29,10 +29,18 @@ export default class TokenDaemon extends BaseCommand {
     }
     const engine = await this.engine(flags)
     const controller = new AbortController()
-    const stop = () => controller.abort()
-    process.once('SIGTERM', stop)
-    process.once('SIGINT', stop)
     const log = (line: string) => process.stderr.write(`${new Date().toISOString()} ${line}\n`)
+    // Exit at once, even in the middle of a request: every write is a rename,
+    // so nothing is left half-written, and `rm` waits for us before it deletes
+    // the token directory (a late write must not bring it back).
+    const stop = (signal: string) => {
+      controller.abort()
+      releasePid(pidFile)
+      log(`stopped (${signal})`)
+      process.exit(0)
+    }
+    process.once('SIGTERM', () => stop('SIGTERM'))
+    process.once('SIGINT', () => stop('SIGINT'))
     log(flags.container ? `refresher for ${flags.container} started (pid ${process.pid})` : `token daemon started (pid ${process.pid})`)
     try {
       await runRefreshLoop({engine, env, container: flags.container, signal: controller.signal, log})

@@ -27,17 +27,22 @@ export interface RunningSandbox {
   network: NetworkMode
 }
 
-/** The workspace's sandbox, which must be running. */
-export async function requireRunning(ctx: Context, ws: Workspace, branch?: string): Promise<RunningSandbox> {
+/** The workspace's sandbox if it is running, else why not. */
+async function findRunning(ctx: Context, ws: Workspace, branch?: string): Promise<RunningSandbox | SandboxError> {
   const name = Names.container(ws, branch)
   const info = await ctx.engine.containers.inspect(name)
-  if (!info?.running) {
-    const branchArg = branch === undefined ? '' : ` --branch ${quoteArg(branch)}`
-    throw new SandboxError(`no running sandbox for ${ws.path}${branch === undefined ? '' : ` (branch ${branch})`}: ${info ? `${name} is ${info.status}` : `${name} does not exist`}`, {
-      hint: `start it first: agent-sandbox start ${quoteArg(ws.path)}${branchArg}`,
-    })
-  }
-  return {name, id: info.id, network: networkOf(info)}
+  if (info?.running) return {name, id: info.id, network: networkOf(info)}
+  const branchArg = branch === undefined ? '' : ` --branch ${quoteArg(branch)}`
+  return new SandboxError(`no running sandbox for ${ws.path}${branch === undefined ? '' : ` (branch ${branch})`}: ${info ? `${name} is ${info.status}` : `${name} does not exist`}`, {
+    hint: `start it first: agent-sandbox start ${quoteArg(ws.path)}${branchArg}`,
+  })
+}
+
+/** The workspace's sandbox, which must be running. */
+export async function requireRunning(ctx: Context, ws: Workspace, branch?: string): Promise<RunningSandbox> {
+  const found = await findRunning(ctx, ws, branch)
+  if (found instanceof SandboxError) throw found
+  return found
 }
 
 function networkOf(info: ContainerInfo): NetworkMode {
@@ -216,12 +221,9 @@ export async function allowDomains(ctx: Context, ws: Workspace, domains: string[
     requireInitialised(ws)
     planned = planSave(workspaceConfigPath(ws.path), valid)
   }
-  let sandbox: RunningSandbox | undefined
-  try {
-    sandbox = await requireRunning(ctx, ws, options.branch)
-  } catch (error) {
-    if (!planned) throw error
-  }
+  const found = await findRunning(ctx, ws, options.branch)
+  if (found instanceof SandboxError && !planned) throw found
+  const sandbox = found instanceof SandboxError ? undefined : found
   const result: AllowResult = {container: name, live: false, added: [], alreadyAllowed: []}
   if (sandbox) {
     if (sandbox.network !== 'firewall') {

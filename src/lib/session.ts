@@ -6,7 +6,7 @@
  */
 import type {NetworkMode} from './config/schema.js'
 import {ConflictError} from './errors.js'
-import {startSandbox, type Context} from './sandbox.js'
+import type {Context} from './sandbox.js'
 import {SANDBOX_USER} from './spec.js'
 import {Names, type Workspace} from './workspace.js'
 
@@ -40,6 +40,8 @@ export async function ensureRunning(ctx: Context, ws: Workspace, options: Omit<S
     }
     return name
   }
+  // Only now the lifecycle module (settings, zod, images, shelf): a warm exec needs one inspect and nothing else.
+  const {startSandbox} = await import('./sandbox.js')
   await startSandbox(ctx, ws, options)
   return name
 }

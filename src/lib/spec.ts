@@ -46,7 +46,6 @@ export interface SandboxSpec {
   capAdd: string[]
   capDrop: string[]
   securityOpt: string[]
-  init: boolean
   networkMode: string
   ports: PortSpec[]
   limits: {memoryBytes?: number; nanoCpus?: number; pids?: number}
@@ -210,7 +209,6 @@ export function buildSpec(ws: Workspace, settings: Settings, options: SpecOption
     capAdd: network === 'firewall' ? FIREWALL_CAPS : BASE_CAPS,
     capDrop: ['ALL'],
     securityOpt: ['no-new-privileges'],
-    init: true,
     networkMode: network === 'none' ? 'none' : settings.dockerNetwork,
     ports,
     limits,
@@ -255,7 +253,6 @@ export function toCreateOptions(spec: SandboxSpec): ContainerCreateOptions {
     Cmd: spec.cmd,
     ExposedPorts: exposed,
     HostConfig: {
-      Init: spec.init,
       Mounts: spec.mounts
         .filter((m) => m.type !== 'tmpfs')
         .map((m) => ({Type: m.type, Source: m.source, Target: m.target, ReadOnly: m.readOnly})),
@@ -289,7 +286,6 @@ function mountField(key: string, value: string): string {
 /** The spec as `docker run` argv (without the leading `docker`). Secrets appear as `-e NAME` references. */
 export function toDockerRunArgs(spec: SandboxSpec): string[] {
   const args = ['run', '--detach', '--name', spec.name]
-  if (spec.init) args.push('--init')
   args.push('--user', spec.user, '--workdir', spec.workdir)
   for (const cap of spec.capDrop) args.push('--cap-drop', cap)
   for (const cap of spec.capAdd) args.push('--cap-add', cap)

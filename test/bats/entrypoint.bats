@@ -271,11 +271,13 @@ ada@example.com"
   [ ! -e "$AGENT_SANDBOX_STATE_DIR/ready" ]
 }
 
-@test "with a CMD: after ready, execs it as node with node's HOME and no inherited caps" {
+@test "with a CMD: after ready, runs it as node with node's HOME and no inherited caps; its exit code is ours" {
   unset AGENT_SANDBOX_USER_HOME
   STUB_SETPRIV_EXIT=42 run --separate-stderr "$SCRIPT" codex exec 'two words' '$(x)'
   assert_equal "$status" 42
-  assert_output 'agent-sandbox: ready'
+  # stdout and stderr are the command's alone
+  assert_output ''
+  assert_equal "$stderr" ''
   run argv_of 1
   assert_output "--reuid=node
 --regid=node
@@ -291,6 +293,24 @@ two words
 \$(x)"
   run grep -E '^(setpriv: ready exists|sleep)' "$STUB_LOG"
   assert_output 'setpriv: ready exists'
+}
+
+@test "with a CMD: a set-up failure exits 125 (not a code the command could have returned)" {
+  firewall 'echo "ipset: cannot create set" >&2; exit 1'
+  run --separate-stderr "$SCRIPT" codex exec
+  assert_failure 125
+  assert_equal "$stderr" 'agent-sandbox: firewall set-up failed: ipset: cannot create set'
+  [ ! -e "$AGENT_SANDBOX_STATE_DIR/ready" ]
+  [ ! -e "$TEST_TMP/setpriv.1" ]
+}
+
+@test "with a CMD: set-up warnings go to the state dir's setup.log, not the command's stderr" {
+  firewall 'echo "init-firewall: warning: no IPv6" >&2'
+  AGENT_SANDBOX_NETWORK=firewall run --separate-stderr "$SCRIPT" true
+  assert_success
+  assert_equal "$stderr" ''
+  run cat "$AGENT_SANDBOX_STATE_DIR/setup.log"
+  assert_output 'init-firewall: warning: no IPv6'
 }
 
 # stat_as UID GID: stat -c %u / %g answer these (for every path).

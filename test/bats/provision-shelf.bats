@@ -321,3 +321,37 @@ make_origin() {
   assert_success
   assert_equal "$(hgit rev-parse feat)" "$(sgit rev-parse feat)"
 }
+
+@test "first run: the shelf is seeded with copies of the host's packs, so the fetch only writes refs" {
+  host_commit other 'on another branch'
+  hgit repack -adq
+  chown -R "$AGENT:$AGENT" "$HOST"
+  host_pack="$(basename "$(ls "$HOST"/.git/objects/pack/pack-*.pack)")"
+  provision feat
+  assert_result feat 'new from host/main' none
+  # The host's pack, copied as it is (a fetch would have written a pack of its own, or loose objects).
+  assert_equal "$(ls "$REPO/.git/objects/pack" | grep -c '\.pack$')" 1
+  assert [ -f "$REPO/.git/objects/pack/$host_pack" ]
+  assert_equal "$(find "$REPO/.git/objects" -mindepth 1 -maxdepth 1 -name '??' | wc -l)" 0
+  # Copies, owned by the agent, and a complete repository.
+  assert_equal "$(stat -c %u "$REPO/.git/objects/pack/$host_pack")" "$AGENT"
+  assert_equal "$(stat -c %h "$REPO/.git/objects/pack/$host_pack")" 1
+  run sgit fsck --no-progress --connectivity-only
+  assert_success
+  assert_equal "$(sgit rev-parse refs/remotes/host/other)" "$(hgit rev-parse other)"
+}
+
+@test "first run: seeding copies loose objects too, and never follows a symlink in the host's objects" {
+  # A blob no ref reaches: a fetch would never bring it, a copy of the objects does.
+  blob="$(echo 'only in the object store' | hgit hash-object -w --stdin)"
+  ln -s /etc/passwd "$HOST/.git/objects/pack/pack-0000000000000000000000000000000000000000.pack"
+  ln -s /etc "$HOST/.git/objects/ee"
+  chown -R "$AGENT:$AGENT" "$HOST"
+  provision feat
+  assert_result feat 'new from host/main' none
+  assert [ -f "$REPO/.git/objects/${blob:0:2}/${blob:2}" ]
+  assert [ ! -e "$REPO/.git/objects/pack/pack-0000000000000000000000000000000000000000.pack" ]
+  assert [ ! -e "$REPO/.git/objects/ee" ]
+  run sgit fsck --no-progress --connectivity-only
+  assert_success
+}

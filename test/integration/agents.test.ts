@@ -10,7 +10,7 @@
  * sandboxes run with "network": "none", so Codex started inside reaches nothing.
  */
 import {createHash, randomBytes} from 'node:crypto'
-import {mkdirSync, mkdtempSync, readFileSync, writeFileSync} from 'node:fs'
+import {mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {cleanupUnder, cli, docker, initWorkspace, inspect, makeWorkspace, removeWorkspace, TEST_ROOT, TEST_UID, type Result} from './helpers.js'
@@ -144,6 +144,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await cleanupUnder(TEST_ROOT)
   for (const path of created) removeWorkspace(path)
+  for (const dir of [homes, notWorkspace]) if (dir) rmSync(dir, {recursive: true, force: true})
 })
 
 describe('codex-init-config, with no sandbox running', () => {
@@ -349,11 +350,16 @@ describe('in a running sandbox', () => {
     const status = await inA('claude', 'auth', 'status', '--json')
     expect(status.exitCode, status.stderr).toBe(0)
     expect(JSON.parse(status.stdout)).toMatchObject({loggedIn: true, authMethod: 'claude.ai', configDirectory: '/home/node/.claude'})
+    // Claude Code rewrote its state as it ran: through the link, into the volume.
+    expect((await inA('readlink', '/home/node/.claude.json')).stdout.trim()).toBe('.claude/.claude.json')
+    const state = (await snapshot(volA.claude))['.claude.json']
+    expect(state).not.toBe(files['.claude.json'])
+    expect(state).toMatch(new RegExp(`^${owner} 600 `))
+    expect((await inA('sh', '-c', 'sha256sum < ~/.claude.json')).stdout.slice(0, 64)).toBe(state.split(' ')[3])
   })
 
   it('claude-init-config: a second run keeps everything but the credentials; a missing login is an error that changes nothing', async () => {
     writeFileSync(join(home, '.claude', '.credentials.json'), claudeCredentials('v2'))
-    const oldState = fileSha(join(home, '.claude.json'))
     writeFileSync(join(home, '.claude.json'), JSON.stringify({hasCompletedOnboarding: true, userID: `${TOKEN}-user`, state: 'v2'}))
     const before = await snapshot(volA.claude)
     const r = await as(home, 'claude-init-config', wsA, '--auth')
@@ -362,7 +368,8 @@ describe('in a running sandbox', () => {
     expect(r.stdout).toContain('.claude.json: exists, left alone')
     const after = await snapshot(volA.claude)
     expect(after['.credentials.json']).toBe(`${TEST_UID} ${TEST_UID} 600 ${fileSha(join(home, '.claude', '.credentials.json'))}`)
-    expect(after['.claude.json']).toBe(`${TEST_UID} ${TEST_UID} 600 ${oldState}`)
+    expect(after['.claude.json']).toBe(before['.claude.json'])
+    expect(after['.claude.json']).not.toContain(fileSha(join(home, '.claude.json')))
     expect({...after, '.credentials.json': ''}).toEqual({...before, '.credentials.json': ''})
 
     const failed = await as(emptyHome, 'claude-init-config', wsA, '--auth', '--force')

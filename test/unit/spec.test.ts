@@ -63,7 +63,6 @@ describe('buildSpec', () => {
   it('runs the entrypoint as root and agents as node', () => {
     expect(spec.user).toBe('root')
     expect(spec.execUser).toBe('node')
-    expect(spec.init).toBe(true)
   })
 
   it('drops all capabilities and adds only the firewall ones in firewall mode', () => {
@@ -289,7 +288,7 @@ describe('toDockerRunArgs', () => {
     expect(run.options.get('--cap-drop')).toEqual(['ALL'])
     expect(run.options.get('--security-opt')).toEqual(['no-new-privileges'])
     expect(run.options.get('--user')).toEqual(['root'])
-    expect(run.options.has('--init')).toBe(true)
+    expect(run.options.has('--init')).toBe(false) // tini is PID 1 from the image itself
     expect(run.options.has('--detach')).toBe(true)
     expect(run.tmpfs).toEqual(['/run/agent-sandbox:mode=755'])
     expect(run.image).toBe(spec.image)
@@ -339,7 +338,6 @@ describe('toCreateOptions', () => {
     const spec = buildSpec(ws, settings({limits: {memory: '1g'}}), {protectedPaths})
     const create = toCreateOptions(spec)
     expect(create.HostConfig).toMatchObject({
-      Init: true,
       Privileged: false,
       CapDrop: ['ALL'],
       SecurityOpt: ['no-new-privileges'],

@@ -7,7 +7,7 @@ import {resolveWorkspace} from '../../lib/workspace.js'
 export default class FirewallAllow extends BaseCommand {
   static override summary = "Allow more domains in the running sandbox's firewall, at once and without a restart."
   static override description =
-    'Each domain also allows its subdomains; *.example.com is accepted too. With --save the domains are also added to allowDomains in the workspace\'s .agent-sandbox/config.json (written on the host: the sandbox cannot write it), so that they survive a restart; a stopped sandbox then only gets the config change. The workspace path, if given, comes last and must contain a "/" (e.g. ./app) or be an existing directory.'
+    'Each domain also allows its subdomains; *.example.com is accepted too. With --save the domains are also added to allowDomains in the workspace\'s .agent-sandbox/config.json (written on the host: the sandbox cannot write it); live additions last until the container restarts, saved ones apply from the next start. A stopped sandbox only gets the config change. The workspace path, if given, comes last and must contain a "/" (e.g. ./app) or be an existing directory.'
   static override examples = [
     '<%= config.bin %> firewall allow api.example.com',
     "<%= config.bin %> firewall allow pypi.org files.pythonhosted.org '*.example.org' --save",

@@ -1,7 +1,8 @@
 /** Containers, through the engine API. */
 import type Dockerode from 'dockerode'
 import type {ContainerCreateOptions, ContainerInspectInfo} from 'dockerode'
-import {PassThrough} from 'node:stream'
+import {PassThrough, type Readable} from 'node:stream'
+import {demultiplex, type EngineApi} from './api.js'
 import type {ContainerInfo, ContainerSummary, ExecResult, MountSpec} from './types.js'
 
 export interface ContainerClient {
@@ -166,6 +167,133 @@ export class DockerodeContainers implements ContainerClient {
       stream.on('close', resolve)
       stream.on('error', () => resolve())
     })
+    return {ended}
+  }
+}
+
+/** The same calls on the engine API directly (see api.ts): no dockerode to load. */
+export class ApiContainers implements ContainerClient {
+  constructor(private readonly api: EngineApi) {}
+
+  async list(labels: Record<string, string>): Promise<ContainerSummary[]> {
+    const rows = await this.api.json<Dockerode.ContainerInfo[]>('GET', '/containers/json', {
+      query: {all: true, filters: JSON.stringify({label: labelFilters(labels)})},
+    })
+    return rows.map((row) => ({
+      id: row.Id,
+      name: (row.Names[0] ?? '').replace(/^\//, ''),
+      image: row.Image,
+      state: row.State,
+      status: row.Status,
+      labels: row.Labels ?? {},
+    }))
+  }
+
+  async inspect(nameOrId: string): Promise<ContainerInfo | undefined> {
+    try {
+      return toContainerInfo(await this.api.json<ContainerInspectInfo>('GET', `/containers/${nameOrId}/json`))
+    } catch (error) {
+      if (isNotFound(error)) return undefined
+      throw error
+    }
+  }
+
+  async create(options: ContainerCreateOptions): Promise<string> {
+    const {name, ...body} = options
+    const created = await this.api.json<{Id: string}>('POST', '/containers/create', {query: {name}, body})
+    return created.Id
+  }
+
+  async start(id: string): Promise<void> {
+    try {
+      await this.api.json('POST', `/containers/${id}/start`)
+    } catch (error) {
+      if ((error as {statusCode?: number}).statusCode === 304) return // already started
+      throw error
+    }
+  }
+
+  async stop(id: string, timeoutSeconds = 3): Promise<void> {
+    try {
+      await this.api.json('POST', `/containers/${id}/stop`, {query: {t: timeoutSeconds}})
+    } catch (error) {
+      if ((error as {statusCode?: number}).statusCode === 304) return // already stopped
+      throw error
+    }
+  }
+
+  async kill(id: string): Promise<void> {
+    try {
+      await this.api.json('POST', `/containers/${id}/kill`)
+    } catch (error) {
+      const status = (error as {statusCode?: number}).statusCode
+      if (status === 409 || status === 304 || isNotFound(error)) return
+      throw error
+    }
+  }
+
+  async remove(id: string, options: {force?: boolean} = {}): Promise<void> {
+    try {
+      await this.api.json('DELETE', `/containers/${id}`, {query: {force: options.force ?? false, v: false}})
+    } catch (error) {
+      if (isNotFound(error)) return
+      throw error
+    }
+  }
+
+  async wait(id: string): Promise<number> {
+    const result = await this.api.json<{StatusCode: number}>('POST', `/containers/${id}/wait`)
+    return result.StatusCode
+  }
+
+  async logs(id: string, tail = 50): Promise<string> {
+    return demuxToText(await this.api.buffer('GET', `/containers/${id}/logs`, {query: {stdout: true, stderr: true, tail, follow: false}}))
+  }
+
+  async exec(id: string, cmd: string[], options: ExecOptions = {}): Promise<ExecResult> {
+    const withStdin = options.stdin !== undefined
+    const created = await this.api.json<{Id: string}>('POST', `/containers/${id}/exec`, {
+      body: {Cmd: cmd, User: options.user, WorkingDir: options.workdir, Env: options.env, AttachStdout: true, AttachStderr: true, AttachStdin: withStdin},
+    })
+    const start = {body: {Detach: false, Tty: false}}
+    let stream: Readable
+    if (withStdin) {
+      const socket = await this.api.hijack('POST', `/exec/${created.Id}/start`, start)
+      // Half-close after the input: the process sees end-of-file, its output still comes back.
+      socket.end(options.stdin)
+      stream = socket
+    } else {
+      stream = await this.api.stream('POST', `/exec/${created.Id}/start`, start)
+    }
+    const out: Buffer[] = []
+    const err: Buffer[] = []
+    await demultiplex(
+      stream,
+      (c) => {
+        out.push(c)
+        options.onStdout?.(c)
+      },
+      (c) => {
+        err.push(c)
+        options.onStderr?.(c)
+      },
+    )
+    const info = await this.api.json<{ExitCode: number | null}>('GET', `/exec/${created.Id}/json`)
+    return {exitCode: info.ExitCode ?? -1, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8')}
+  }
+
+  async stats(id: string): Promise<{pids: number; pidsLimit: number}> {
+    const raw = await this.api.json<{pids_stats?: {current?: number; limit?: number}}>('GET', `/containers/${id}/stats`, {query: {stream: false}})
+    return {pids: raw.pids_stats?.current ?? 0, pidsLimit: raw.pids_stats?.limit ?? 0}
+  }
+
+  async attach(id: string, sink: OutputSink): Promise<{ended: Promise<void>}> {
+    const stream = await this.api.stream('POST', `/containers/${id}/attach`, {query: {stream: true, stdout: true, stderr: true}})
+    const ended = demultiplex(
+      stream,
+      (c) => sink.onStdout?.(c),
+      (c) => sink.onStderr?.(c),
+    ).catch(() => undefined)
     return {ended}
   }
 }

@@ -6,13 +6,14 @@ import type Dockerode from 'dockerode'
 import {existsSync} from 'node:fs'
 import {delimiter, join} from 'node:path'
 import {run, type RunOptions, type RunResult} from '../proc.js'
+import {EngineApi} from './api.js'
 import {classifyEngineError, createDockerode} from './connect.js'
 import {currentContextHost} from './context.js'
-import {DockerodeContainers, type ContainerClient} from './containers.js'
+import {ApiContainers, DockerodeContainers, type ContainerClient} from './containers.js'
 import {discoverEndpoint, type Endpoint, type EndpointChoice} from './endpoint.js'
-import {DockerodeImages, type ImageClient} from './images.js'
+import {ApiImages, DockerodeImages, type ImageClient} from './images.js'
 import type {EngineKind} from './types.js'
-import {DockerodeVolumes, type VolumeClient} from './volumes.js'
+import {ApiVolumes, DockerodeVolumes, type VolumeClient} from './volumes.js'
 
 export * from './types.js'
 export type {ContainerClient} from './containers.js'
@@ -36,7 +37,8 @@ export interface Engine {
   ping(): Promise<void>
   kind(): Promise<EngineKind>
   version(): Promise<string>
-  raw(): Dockerode
+  /** The dockerode client for the same endpoint, loaded on first use (an escape hatch; the CLI does not need it). */
+  raw(): Promise<Dockerode>
 }
 
 export interface ConnectOptions {
@@ -48,8 +50,51 @@ export interface ConnectOptions {
 export async function connectEngine(options: ConnectOptions = {}): Promise<Engine> {
   const env = options.env ?? process.env
   const choice = discoverEndpoint(env, () => currentContextHost(env))
-  const docker = await createDockerode(choice.endpoint)
-  return new DockerEngine(docker, choice, env, options.engine ?? env.AGENT_SANDBOX_ENGINE)
+  const requested = options.engine ?? env.AGENT_SANDBOX_ENGINE
+  const endpoint = choice.endpoint
+  if (endpoint.kind === 'ssh') {
+    // Only dockerode (through ssh2) speaks to an engine over SSH.
+    const docker = await createDockerode(endpoint)
+    const backend: Backend = {
+      containers: new DockerodeContainers(docker),
+      images: new DockerodeImages(docker),
+      volumes: new DockerodeVolumes(docker),
+      ping: async () => {
+        await docker.ping()
+      },
+      version: () => docker.version() as Promise<RawVersion>,
+      raw: async () => docker,
+    }
+    return new DockerEngine(backend, choice, env, requested)
+  }
+  const api = new EngineApi(endpoint)
+  let dockerode: Promise<Dockerode> | undefined
+  const backend: Backend = {
+    containers: new ApiContainers(api),
+    images: new ApiImages(api),
+    volumes: new ApiVolumes(api),
+    ping: async () => {
+      await api.json('GET', '/_ping')
+    },
+    version: () => api.json<RawVersion>('GET', '/version'),
+    raw: () => (dockerode ??= createDockerode(endpoint)),
+  }
+  return new DockerEngine(backend, choice, env, requested)
+}
+
+interface RawVersion {
+  Version: string
+  Components?: Array<{Name: string}>
+}
+
+/** What an engine is made of: the resource clients, and the calls about the engine itself. */
+interface Backend {
+  containers: ContainerClient
+  images: ImageClient
+  volumes: VolumeClient
+  ping(): Promise<void>
+  version(): Promise<RawVersion>
+  raw(): Promise<Dockerode>
 }
 
 class DockerEngine implements Engine {
@@ -62,26 +107,27 @@ class DockerEngine implements Engine {
   private versionInfo?: Promise<{kind: EngineKind; version: string}>
 
   constructor(
-    private readonly docker: Dockerode,
+    private readonly backend: Backend,
     choice: EndpointChoice,
     env: NodeJS.ProcessEnv,
     private readonly requestedKind: string | undefined,
   ) {
     this.endpoint = choice.endpoint
     this.endpointSource = choice.source
-    this.containers = guard(new DockerodeContainers(docker), choice.endpoint)
-    this.images = guard(new DockerodeImages(docker), choice.endpoint)
-    this.volumes = guard(new DockerodeVolumes(docker), choice.endpoint)
+    this.containers = guard(backend.containers, choice.endpoint)
+    this.images = guard(backend.images, choice.endpoint)
+    this.volumes = guard(backend.volumes, choice.endpoint)
     this.cli = new ProcessCli(pickCliBinary(env, requestedKind), choice.endpoint)
   }
 
-  raw(): Dockerode {
-    return this.docker
+  /** The dockerode client for the same endpoint (loaded on first use). */
+  raw(): Promise<Dockerode> {
+    return this.backend.raw()
   }
 
   async ping(): Promise<void> {
     try {
-      await this.docker.ping()
+      await this.backend.ping()
     } catch (error) {
       throw classifyEngineError(error, this.endpoint)
     }
@@ -97,9 +143,9 @@ class DockerEngine implements Engine {
   }
 
   private info(): Promise<{kind: EngineKind; version: string}> {
-    this.versionInfo ??= this.docker.version().then(
+    this.versionInfo ??= this.backend.version().then(
       (v) => {
-        const components = (v as {Components?: Array<{Name: string}>}).Components ?? []
+        const components = v.Components ?? []
         const podman = components.some((c) => /podman/i.test(c.Name))
         return {kind: podman ? 'podman' : 'docker', version: v.Version}
       },

@@ -5,6 +5,7 @@
  * Nothing here prints or returns the key or the JWT.
  */
 import {readFileSync} from 'node:fs'
+import {isIP} from 'node:net'
 import {homedir} from 'node:os'
 import {join} from 'node:path'
 import type {GithubSettings} from '../config/schema.js'
@@ -76,9 +77,14 @@ export function urlOrigin(url: string): string {
   return new URL(url).origin
 }
 
-/** The hosts the firewall must allow for the App: the API's and git's. */
+/**
+ * The hosts the firewall must allow for the App: the API's and git's. The
+ * firewall allows names, not addresses, so an IP literal is left out (it
+ * stays reachable from the host, which is where tokens are minted).
+ */
 export function appHosts(config: AppConfig): string[] {
-  return [...new Set([new URL(config.apiUrl).hostname, new URL(config.gitUrl).hostname])]
+  const hosts = [new URL(config.apiUrl).hostname, new URL(config.gitUrl).hostname]
+  return [...new Set(hosts.filter((h) => !isIP(h.replace(/^\[|\]$/g, ''))).map((h) => h.toLowerCase()))]
 }
 
 /** The host `gh` talks to (GH_HOST); github.com for the public service. */
@@ -117,12 +123,13 @@ export function readPrivateKey(path: string): string {
 
 /** One line about why minting failed, with no key, JWT or token in it. */
 export function describeMintFailure(error: unknown, config: AppConfig): string {
-  const e = error as {status?: number; message?: string; cause?: {code?: string; message?: string}}
+  const e = error as {status?: number; message?: string; response?: unknown; cause?: {code?: string; message?: string}}
   let text: string
-  if (typeof e?.status === 'number') {
+  if (e?.cause && e.response === undefined) {
+    // @octokit/request reports a failed fetch as status 500 with no response: the message is the socket's.
+    text = `cannot reach ${config.apiUrl}: ${e.message ?? e.cause.code ?? e.cause.message}`
+  } else if (typeof e?.status === 'number') {
     text = `${config.apiUrl} answered ${e.status}${e.message ? `: ${e.message}` : ''}`
-  } else if (e?.cause?.code || e?.cause?.message) {
-    text = `cannot reach ${config.apiUrl}: ${e.cause.code ?? e.cause.message}`
   } else {
     text = e?.message ?? String(error)
   }

@@ -10,7 +10,7 @@
  * place until a new one replaces it.
  */
 import {spawn} from 'node:child_process'
-import {closeSync, openSync, rmSync, writeFileSync} from 'node:fs'
+import {closeSync, existsSync, openSync, rmSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {packageRoot} from '../assets.js'
 import type {Engine} from '../engine/index.js'
@@ -98,12 +98,15 @@ export async function refreshTarget(target: Target, deps: RefreshDeps = {}): Pro
   const previous = readStatus(target.paths) ?? {failures: 0}
   try {
     const minted = await mint(target.record.config)
+    // Removed (agent-sandbox rm) while we were asking: do not bring the directory back.
+    if (!existsSync(target.paths.app)) return undefined
     writeToken(target.paths, minted.token, target.record.owner)
     writeStatus(target.paths, {lastSuccess: new Date(now()).toISOString(), expiresAt: minted.expiresAt, failures: 0})
     deps.log?.(`${target.name}: new token, expires ${minted.expiresAt}`)
     return undefined
   } catch (error) {
     const message = error instanceof SandboxError ? error.message : describeMintFailure(error, target.record.config)
+    if (!existsSync(target.paths.app)) return undefined
     const failures = previous.failures + 1
     const status: TokenStatus = {
       ...previous,
@@ -209,6 +212,7 @@ export async function removeAppToken(name: string, env: NodeJS.ProcessEnv): Prom
       // already gone
     }
     for (let i = 0; i < 50 && refresherAlive(pid); i++) await sleep(100)
+    if (refresherAlive(pid)) process.kill(pid as number, 'SIGKILL')
   }
   const existed = readJson(paths.app) !== undefined || readPid(paths.pid) !== undefined
   removeTokenDir(paths)
@@ -229,7 +233,7 @@ export interface LoopOptions {
 export async function runRefreshLoop(options: LoopOptions): Promise<void> {
   const {signal, log} = options
   const warned = new Set<string>()
-  let margin = 300
+  let margin = (options.container && loadTarget(options.container, options.env)?.record.config.refreshMarginSeconds) || 300
   while (!signal.aborted) {
     try {
       const done = await refreshPass(options, warned)

@@ -1,0 +1,145 @@
+// @ts-check
+/**
+ * What the bench creates, and how it removes it again. Everything is named
+ * and labelled for this run: workspaces live under ROOT (so the CLI labels
+ * their containers, volumes and images with a path under ROOT), and whatever
+ * the bench creates directly carries the label dev.agent-sandbox.bench=<id>
+ * and a name starting with asb-bench-<id>-.
+ */
+import {spawnSync} from 'node:child_process'
+import {chownSync, cpSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync} from 'node:fs'
+import {join, resolve} from 'node:path'
+import {fileURLToPath} from 'node:url'
+
+export const REPO = resolve(fileURLToPath(new URL('../../', import.meta.url)))
+export const BIN = join(REPO, 'bin', 'run.js')
+export const BENCH_LABEL = 'dev.agent-sandbox.bench'
+/** The workspace owner: uid 1000, the usual first user on Linux (so `node` needs no renumbering). */
+export const OWNER = 1000
+
+export function benchId(env = process.env) {
+  return (env.AGENT_SANDBOX_BENCH_ID ?? String(process.pid)).replace(/[^A-Za-z0-9_-]/g, '_')
+}
+
+/**
+ * @param {string} command
+ * @param {string[]} args
+ * @param {{cwd?: string, env?: NodeJS.ProcessEnv, input?: string, allowFailure?: boolean}} [options]
+ */
+export function sh(command, args, options = {}) {
+  const r = spawnSync(command, args, {cwd: options.cwd, env: options.env ?? process.env, input: options.input, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024})
+  if (r.error) throw new Error(`cannot run ${command}: ${r.error.message}`)
+  if (r.status !== 0 && !options.allowFailure) {
+    throw new Error(`${command} ${args.slice(0, 4).join(' ')} failed (exit ${r.status}): ${(r.stderr || r.stdout).trim().split('\n').slice(-3).join(' | ')}`)
+  }
+  return {code: r.status ?? 1, stdout: r.stdout, stderr: r.stderr}
+}
+
+export const docker = (/** @type {string[]} */ ...args) => sh('docker', args)
+
+/** The environment the CLI runs with: no AGENT_SANDBOX_* settings from outside, and an empty user config. */
+export function cliEnv(root) {
+  /** @type {Record<string, string | undefined>} */
+  const env = {XDG_CONFIG_HOME: join(root, 'config')}
+  for (const key of Object.keys(process.env)) if (key.startsWith('AGENT_SANDBOX_')) env[key] = undefined
+  return env
+}
+
+/** Run the built CLI synchronously (set-up only; never timed). */
+export function cliSync(root, args) {
+  const env = {...process.env}
+  for (const [k, v] of Object.entries(cliEnv(root))) {
+    if (v === undefined) delete env[k]
+    else env[k] = v
+  }
+  return sh('node', [BIN, ...args], {env})
+}
+
+function chownTree(path, uid) {
+  chownSync(path, uid, uid)
+  for (const entry of readdirSync(path, {withFileTypes: true})) {
+    const child = join(path, entry.name)
+    if (entry.isDirectory()) chownTree(child, uid)
+    else chownSync(child, uid, uid)
+  }
+}
+
+/** A small git workspace with one commit on main, owned by OWNER. */
+export function makeGitWorkspace(root, name) {
+  const path = join(root, name)
+  mkdirSync(path, {recursive: true})
+  writeFileSync(join(path, 'README.md'), `# ${name}\n\nA workspace made by the agent-sandbox benchmark.\n`)
+  const git = (...args) => sh('git', ['-C', path, '-c', 'user.name=Bench', '-c', 'user.email=bench@example.invalid', '-c', 'commit.gpgsign=false', ...args])
+  git('init', '-q', '-b', 'main')
+  git('add', '-A')
+  git('commit', '-q', '-m', 'initial')
+  chownTree(path, OWNER)
+  return path
+}
+
+/**
+ * Settings for the bench's sandboxes: no call to GitHub's meta API from the
+ * firewall (tests send traffic only to what they started), and per-workspace
+ * agent volumes, so that everything made is labelled with the workspace.
+ */
+export function configureWorkspace(path) {
+  const file = join(path, '.agent-sandbox', 'config.json')
+  const config = JSON.parse(readFileSync(file, 'utf8'))
+  config.env = {...config.env, AGENT_SANDBOX_GITHUB_META: '0'}
+  config.sharedAgentConfig = false
+  writeFileSync(file, `${JSON.stringify(config, null, 2)}\n`)
+  chownSync(file, OWNER, OWNER)
+}
+
+/** A copy of the cached generated repository at `dest` (hard links when the file system allows). */
+export function copyRepo(source, dest) {
+  mkdirSync(join(dest, '..'), {recursive: true})
+  const linked = sh('cp', ['-al', source, dest], {allowFailure: true})
+  if (linked.code !== 0) {
+    rmSync(dest, {recursive: true, force: true})
+    cpSync(source, dest, {recursive: true, preserveTimestamps: true})
+  }
+  rmSync(join(dest, '.bench-complete'), {force: true})
+  return dest
+}
+
+function lines(text) {
+  return text.split('\n').filter(Boolean)
+}
+
+/** Remove every container, volume and image this run made; never anything else. Best effort, never throws. */
+export function cleanup(id, root, log = () => {}) {
+  const quiet = (args) => sh('docker', args, {allowFailure: true})
+  const underRoot = (value) => value === root || value.startsWith(`${root}/`)
+  try {
+    const ps = quiet(['ps', '-a', '--filter', 'label=dev.agent-sandbox.managed=true', '--format', '{{.ID}}\t{{.Label "dev.agent-sandbox.workspace"}}'])
+    const ours = lines(ps.stdout)
+      .map((l) => l.split('\t'))
+      .filter(([, ws]) => ws && underRoot(ws))
+      .map(([cid]) => cid)
+    const labelled = lines(quiet(['ps', '-aq', '--filter', `label=${BENCH_LABEL}=${id}`]).stdout)
+    const containers = [...new Set([...ours, ...labelled])]
+    if (containers.length) quiet(['rm', '-f', ...containers])
+    const vols = quiet(['volume', 'ls', '--format', '{{.Name}}\t{{.Label "dev.agent-sandbox.workspace"}}\t{{.Label "dev.agent-sandbox.bench"}}'])
+    const volumes = lines(vols.stdout)
+      .map((l) => l.split('\t'))
+      .filter(([, ws, bench]) => (ws && underRoot(ws)) || bench === id)
+      .map(([n]) => n)
+    if (volumes.length) quiet(['volume', 'rm', '-f', ...volumes])
+    const imgs = quiet(['images', '--filter', `label=dev.agent-sandbox.managed=true`, '--format', '{{.ID}}\t{{.Repository}}:{{.Tag}}'])
+    for (const [imageId, ref] of lines(imgs.stdout).map((l) => l.split('\t'))) {
+      const info = quiet(['image', 'inspect', '--format', '{{index .Config.Labels "dev.agent-sandbox.workspace"}}\t{{index .Config.Labels "dev.agent-sandbox.bench"}}', imageId])
+      const [ws, bench] = info.stdout.trim().split('\t')
+      if ((ws && underRoot(ws)) || bench === id) quiet(['rmi', '-f', ref.includes('<none>') ? imageId : ref])
+    }
+    for (const ref of lines(quiet(['images', '--filter', `reference=asb-bench-${id}-*`, '--format', '{{.Repository}}:{{.Tag}}']).stdout)) quiet(['rmi', '-f', ref])
+    log(`removed ${containers.length} containers, ${volumes.length} volumes`)
+  } catch (error) {
+    log(`clean-up of engine resources incomplete: ${error instanceof Error ? error.message : String(error)}`)
+  }
+  try {
+    if (statSync(root, {throwIfNoEntry: false})) rmSync(root, {recursive: true, force: true})
+  } catch (error) {
+    log(`could not remove ${root}: ${error instanceof Error ? error.message : String(error)}`)
+  }
+}

@@ -1,0 +1,213 @@
+// @ts-check
+/**
+ * The scenarios: each pairs one of our commands (A) with the raw engine or
+ * runtime operation it wraps (B). Both arms are whole processes; `before` and
+ * `after` hooks run untimed around every measured run.
+ */
+import {join} from 'node:path'
+import {BENCH_LABEL, BIN, OWNER, cliSync, copyRepo, docker, sh} from './lib/fixtures.js'
+
+/**
+ * @typedef {import('./lib/measure.js').Step} Step
+ * @typedef {{
+ *   id: string, root: string, env: Record<string, string | undefined>, smoke: boolean,
+ *   ws: string, name: string, image: string, baseImage: string,
+ *   repoCache?: string, big?: string, parallel: number, listCount: number, extra: Record<string, unknown>
+ * }} Ctx
+ * @typedef {{steps: (ctx: Ctx) => Step[], parallel?: boolean, before?: (ctx: Ctx) => void, after?: (ctx: Ctx) => void}} Arm
+ * @typedef {{
+ *   key: string, title: string, ours: string, base: string,
+ *   target?: number, targetDiffMs?: number, smoke: boolean, runs?: number,
+ *   setup?: (ctx: Ctx) => void | Promise<void>, teardown?: (ctx: Ctx) => void,
+ *   a: Arm, b: Arm, note?: (ctx: Ctx) => string
+ * }} Scenario
+ */
+
+const cli = (ctx, ...args) => ({argv: ['node', BIN, ...args], env: ctx.env})
+const dockerStep = (...args) => ({argv: ['docker', ...args]})
+const label = (ctx) => ['--label', `${BENCH_LABEL}=${ctx.id}`]
+const rmForce = (name) => sh('docker', ['rm', '-f', name], {allowFailure: true})
+
+/** Remove the workspace's repo-shelf volume(s), so the next checkout is a first provision. */
+function removeShelf(path) {
+  const vols = docker('volume', 'ls', '-q', '--filter', `label=dev.agent-sandbox.workspace=${path}`, '--filter', 'label=dev.agent-sandbox.volume=shelf')
+  const names = vols.stdout.split('\n').filter(Boolean)
+  if (names.length) docker('volume', 'rm', '-f', ...names)
+}
+
+/** The baseline for a first provision: clone without checkout, then add the worktree, as plain git in a plain container. */
+function plainProvision(ctx, volume) {
+  const repoName = 'bigrepo'
+  const script = [
+    `/usr/bin/git clone --quiet --no-checkout /workspace/${repoName} /repo-shelf/repo`,
+    '/usr/bin/git -C /repo-shelf/repo worktree add --quiet -b b1 /repo-shelf/worktrees/b1 origin/main',
+  ].join(' && ')
+  return dockerStep(
+    'run', '--rm', ...label(ctx), '--user', `${OWNER}:${OWNER}`, '--network', 'none', '--env', 'HOME=/tmp',
+    '--mount', `type=volume,source=${volume},target=/repo-shelf`,
+    '--mount', `type=bind,source=${ctx.big},target=/workspace/${repoName},readonly`,
+    '--entrypoint', '/bin/sh', ctx.baseImage, '-c', script,
+  )
+}
+
+/** @type {Scenario[]} */
+export const scenarios = [
+  {
+    key: 'startup',
+    title: 'CLI start-up',
+    ours: '`agent-sandbox --version`',
+    base: "`node -e ''`",
+    target: 1.5,
+    smoke: true,
+    a: {steps: (ctx) => [cli(ctx, '--version')]},
+    b: {steps: () => [{argv: ['node', '-e', '']}]},
+  },
+  {
+    key: 'exec',
+    title: 'warm exec',
+    ours: '`agent-sandbox exec -- true` (sandbox running)',
+    base: '`docker exec <c> true`',
+    target: 2.5,
+    smoke: true,
+    a: {steps: (ctx) => [cli(ctx, 'exec', ctx.ws, '--', 'true')]},
+    b: {steps: (ctx) => [dockerStep('exec', ctx.name, 'true')]},
+  },
+  {
+    key: 'shell',
+    title: 'warm shell to prompt',
+    ours: '`agent-sandbox shell` (pty; `exit` at the first prompt)',
+    base: '`docker exec -it -u node <c> bash -l` (same shell, same pty driver)',
+    target: 2.5,
+    smoke: true,
+    a: {steps: (ctx) => [{...cli(ctx, 'shell', ctx.ws), pty: true, timeoutMs: 60_000}]},
+    b: {steps: (ctx) => [{argv: ['docker', 'exec', '-it', '-u', 'node', ctx.name, 'bash', '-l'], pty: true, timeoutMs: 60_000}]},
+  },
+  {
+    key: 'cold',
+    title: 'cold start, firewall included',
+    ours: '`agent-sandbox start` (image present, no container) until ready',
+    base: '`docker run -d --entrypoint sleep <img> infinity` then `docker exec <c> true`',
+    target: 3,
+    smoke: true,
+    a: {before: (ctx) => rmForce(ctx.name), steps: (ctx) => [cli(ctx, 'start', ctx.ws)]},
+    b: {
+      before: (ctx) => rmForce(`asb-bench-${ctx.id}-cold`),
+      steps: (ctx) => [
+        dockerStep('run', '-d', '--name', `asb-bench-${ctx.id}-cold`, ...label(ctx), '--entrypoint', 'sleep', ctx.image, 'infinity'),
+        dockerStep('exec', `asb-bench-${ctx.id}-cold`, 'true'),
+      ],
+      after: (ctx) => rmForce(`asb-bench-${ctx.id}-cold`),
+    },
+    teardown: (ctx) => {
+      cliSync(ctx.root, ['start', ctx.ws])
+    },
+  },
+  {
+    key: 'firewall',
+    title: 'firewall set-up inside a cold start',
+    ours: '`agent-sandbox start --network firewall`',
+    base: '`agent-sandbox start --network open` (same image)',
+    targetDiffMs: 1000,
+    smoke: false,
+    a: {before: (ctx) => rmForce(ctx.name), steps: (ctx) => [cli(ctx, 'start', ctx.ws, '--network', 'firewall')]},
+    b: {before: (ctx) => rmForce(ctx.name), steps: (ctx) => [cli(ctx, 'start', ctx.ws, '--network', 'open')]},
+    teardown: (ctx) => {
+      rmForce(ctx.name)
+      cliSync(ctx.root, ['start', ctx.ws])
+    },
+  },
+  {
+    key: 'rebuild',
+    title: 'no-op rebuild',
+    ours: '`agent-sandbox build` (nothing changed)',
+    base: '`docker build` of the same context, arguments and labels',
+    target: 1.3,
+    smoke: true,
+    a: {steps: (ctx) => [cli(ctx, 'build', ctx.ws)]},
+    b: {
+      steps: (ctx) => {
+        const dir = join(ctx.ws, '.agent-sandbox')
+        return [
+          dockerStep(
+            'build', '--tag', `asb-bench-${ctx.id}-build:latest`, '--build-arg', 'BASE_IMAGE_TAG=latest',
+            '--label', 'dev.agent-sandbox.managed=true', '--label', 'dev.agent-sandbox.kind=repo', '--label', `dev.agent-sandbox.workspace=${ctx.ws}`,
+            '--file', join(dir, 'Dockerfile'), dir,
+          ),
+        ]
+      },
+    },
+  },
+  {
+    key: 'provision',
+    title: 'first branch provision',
+    ours: '`agent-sandbox checkout b1` (no repo-shelf yet)',
+    base: '`git clone --no-checkout` + `git worktree add` in a plain container over the same mounts',
+    target: 1.5,
+    smoke: true,
+    runs: 5,
+    setup: (ctx) => {
+      ctx.big = copyRepo(/** @type {string} */ (ctx.repoCache), join(ctx.root, 'big', 'bigrepo'))
+    },
+    a: {before: (ctx) => removeShelf(/** @type {string} */ (ctx.big)), steps: (ctx) => [cli(ctx, 'checkout', 'b1', /** @type {string} */ (ctx.big))]},
+    b: {
+      before: (ctx) => {
+        sh('docker', ['volume', 'rm', '-f', `asb-bench-${ctx.id}-shelf`], {allowFailure: true})
+        docker('volume', 'create', ...label(ctx), `asb-bench-${ctx.id}-shelf`)
+      },
+      steps: (ctx) => [plainProvision(ctx, `asb-bench-${ctx.id}-shelf`)],
+      after: (ctx) => sh('docker', ['volume', 'rm', '-f', `asb-bench-${ctx.id}-shelf`], {allowFailure: true}),
+    },
+  },
+  {
+    key: 'repeat',
+    title: 'repeat provision (already there)',
+    ours: '`agent-sandbox checkout b1` (worktree exists)',
+    base: '`docker run --rm --entrypoint true <base img>`',
+    target: 2,
+    smoke: true,
+    setup: (ctx) => {
+      ctx.big ??= copyRepo(/** @type {string} */ (ctx.repoCache), join(ctx.root, 'big', 'bigrepo'))
+      cliSync(ctx.root, ['checkout', 'b1', ctx.big])
+    },
+    a: {steps: (ctx) => [cli(ctx, 'checkout', 'b1', /** @type {string} */ (ctx.big))]},
+    b: {steps: (ctx) => [dockerStep('run', '--rm', ...label(ctx), '--entrypoint', 'true', ctx.baseImage)]},
+  },
+  {
+    key: 'list',
+    title: 'list sandboxes',
+    ours: '`agent-sandbox list --json`',
+    base: '`docker ps -a --filter label=dev.agent-sandbox.managed=true --filter label=dev.agent-sandbox.kind=sandbox`',
+    target: 2,
+    smoke: true,
+    setup: (ctx) => {
+      // Sandboxes as `start` labels them (created, not running): list reads labels and state only.
+      for (let i = 0; i < ctx.listCount; i++) {
+        const path = join(ctx.root, 'list', `ws-${String(i).padStart(2, '0')}`)
+        docker(
+          'create', '--name', `asb-bench-${ctx.id}-list-${i}`, ...label(ctx),
+          ...Object.entries({
+            'dev.agent-sandbox.managed': 'true', 'dev.agent-sandbox.kind': 'sandbox', 'dev.agent-sandbox.workspace': path,
+            'dev.agent-sandbox.repo': `ws-${i}`, 'dev.agent-sandbox.mode': i % 3 ? 'bind' : 'branch', 'dev.agent-sandbox.branch': i % 3 ? '' : `feat-${i}`,
+            'dev.agent-sandbox.network': 'firewall', 'dev.agent-sandbox.limits': '{}', 'dev.agent-sandbox.workdir': `/workspace/ws-${i}`,
+          }).flatMap(([k, v]) => ['--label', `${k}=${v}`]),
+          '--entrypoint', 'true', ctx.baseImage,
+        )
+      }
+      const listed = JSON.parse(cliSync(ctx.root, ['list', '--json']).stdout)
+      ctx.extra.listed = listed.length
+    },
+    note: (ctx) => `${String(ctx.extra.listed)} sandboxes listed (${ctx.listCount} made by the bench, the rest already on the engine)`,
+    a: {steps: (ctx) => [cli(ctx, 'list', '--json')]},
+    b: {steps: () => [dockerStep('ps', '-a', '--filter', 'label=dev.agent-sandbox.managed=true', '--filter', 'label=dev.agent-sandbox.kind=sandbox')]},
+  },
+  {
+    key: 'parallel',
+    title: 'parallel one-shot runs',
+    ours: '`agent-sandbox run -- true` ×N at once (wall time for all)',
+    base: '`docker run --rm --entrypoint true <img>` ×N at once',
+    target: 2,
+    smoke: true,
+    a: {parallel: true, steps: (ctx) => Array.from({length: ctx.parallel}, () => cli(ctx, 'run', ctx.ws, '--', 'true'))},
+    b: {parallel: true, steps: (ctx) => Array.from({length: ctx.parallel}, () => dockerStep('run', '--rm', ...label(ctx), '--entrypoint', 'true', ctx.image))},
+  },
+]

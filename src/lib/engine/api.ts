@@ -1,0 +1,186 @@
+/**
+ * A small Docker Engine API client on node:http, for local sockets and
+ * tcp/http(s) endpoints. Loading dockerode (with its gRPC, protobuf and SSH
+ * dependencies) cost more than a whole warm `exec`, so the CLI speaks the
+ * handful of JSON calls it needs itself; SSH endpoints still go through
+ * dockerode (connect.ts). Errors look like dockerode's: an HTTP status is
+ * `statusCode` (with the engine's message), a connection failure keeps its
+ * errno `code`, so that classifyEngineError treats both alike.
+ */
+import {Agent, request, type IncomingMessage, type OutgoingHttpHeaders, type RequestOptions} from 'node:http'
+import {Agent as HttpsAgent, request as httpsRequest} from 'node:https'
+import {readFileSync} from 'node:fs'
+import type {Duplex, Readable} from 'node:stream'
+import type {Endpoint} from './endpoint.js'
+
+export class EngineApiError extends Error {
+  override name = 'EngineApiError'
+  constructor(
+    message: string,
+    readonly statusCode: number,
+    readonly json?: unknown,
+  ) {
+    super(message)
+  }
+}
+
+export type Query = Record<string, string | number | boolean | undefined>
+
+export interface CallOptions {
+  query?: Query
+  body?: unknown
+}
+
+type HttpEndpoint = Exclude<Endpoint, {kind: 'ssh'}>
+
+interface Upgraded {
+  upgraded: true
+  socket: Duplex
+  head: Buffer
+}
+
+export function queryString(query: Query | undefined): string {
+  const params = new URLSearchParams()
+  for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined) params.append(k, String(v))
+  const text = params.toString()
+  return text ? `?${text}` : ''
+}
+
+function certs(): {ca?: Buffer; cert?: Buffer; key?: Buffer} {
+  const certPath = process.env.DOCKER_CERT_PATH
+  if (!certPath) return {}
+  const read = (name: string) => {
+    try {
+      return readFileSync(`${certPath}/${name}`)
+    } catch {
+      return undefined
+    }
+  }
+  return {ca: read('ca.pem'), cert: read('cert.pem'), key: read('key.pem')}
+}
+
+export class EngineApi {
+  /** Keep-alive for the JSON calls (one connection serves a command's round-trips); streams get their own. */
+  private readonly agent: Agent
+  private readonly https: boolean
+
+  constructor(private readonly endpoint: HttpEndpoint) {
+    this.https = endpoint.kind === 'http' && endpoint.protocol === 'https'
+    this.agent = this.https ? new HttpsAgent({keepAlive: true, ...certs()}) : new Agent({keepAlive: true})
+  }
+
+  private options(method: string, path: string, headers: OutgoingHttpHeaders, agent: Agent): RequestOptions {
+    const base: RequestOptions = {method, path, headers, agent}
+    if (this.endpoint.kind === 'http') return {...base, host: this.endpoint.host, port: this.endpoint.port}
+    return {...base, socketPath: this.endpoint.socketPath}
+  }
+
+  /** A connection of its own, for a stream that lasts as long as a process. */
+  private freshAgent(): Agent {
+    return this.https ? new HttpsAgent({keepAlive: false, ...certs()}) : new Agent({keepAlive: false})
+  }
+
+  /** Send a request; resolves with the response (any status) or, for `upgrade`, the hijacked socket. */
+  private send(method: string, path: string, options: CallOptions & {stream?: boolean; upgrade?: boolean} = {}): Promise<IncomingMessage | Upgraded> {
+    const body = options.body === undefined ? undefined : Buffer.from(JSON.stringify(options.body))
+    const headers: OutgoingHttpHeaders = {}
+    if (body) {
+      headers['Content-Type'] = 'application/json'
+      headers['Content-Length'] = body.length
+    }
+    if (options.upgrade) {
+      headers.Connection = 'Upgrade'
+      headers.Upgrade = 'tcp'
+    }
+    const agent = options.stream || options.upgrade ? this.freshAgent() : this.agent
+    const req = (this.https ? httpsRequest : request)(this.options(method, path + queryString(options.query), headers, agent))
+    return new Promise((resolve, reject) => {
+      req.on('error', reject)
+      req.on('response', resolve)
+      req.on('upgrade', (_res, socket, head) => resolve({upgraded: true, socket, head}))
+      req.end(body)
+    })
+  }
+
+  private static async read(res: Readable): Promise<Buffer> {
+    const chunks: Buffer[] = []
+    for await (const chunk of res) chunks.push(chunk as Buffer)
+    return Buffer.concat(chunks)
+  }
+
+  private static async fail(res: IncomingMessage, method: string, path: string): Promise<never> {
+    const text = (await EngineApi.read(res)).toString('utf8')
+    let json: unknown
+    try {
+      json = JSON.parse(text)
+    } catch {
+      json = undefined
+    }
+    const message = (json as {message?: string} | undefined)?.message ?? (text.trim() || res.statusMessage || 'unexpected')
+    throw new EngineApiError(`(HTTP code ${res.statusCode}) ${message} (${method} ${path.split('?')[0]})`, res.statusCode ?? 0, json)
+  }
+
+  /** A JSON call; resolves with the parsed body (undefined when there is none). Non-2xx statuses reject. */
+  async json<T>(method: string, path: string, options: CallOptions = {}): Promise<T> {
+    const res = (await this.send(method, path, options)) as IncomingMessage
+    if ((res.statusCode ?? 0) >= 300) return EngineApi.fail(res, method, path)
+    const raw = await EngineApi.read(res)
+    if (raw.length === 0) return undefined as T
+    const text = raw.toString('utf8')
+    try {
+      return JSON.parse(text) as T
+    } catch {
+      return text as T
+    }
+  }
+
+  /** The whole body as bytes (logs). */
+  async buffer(method: string, path: string, options: CallOptions = {}): Promise<Buffer> {
+    const res = (await this.send(method, path, options)) as IncomingMessage
+    if ((res.statusCode ?? 0) >= 300) return EngineApi.fail(res, method, path)
+    return EngineApi.read(res)
+  }
+
+  /** A streamed body (attach, exec without stdin): the engine writes the raw stream until the process ends. */
+  async stream(method: string, path: string, options: CallOptions = {}): Promise<Readable> {
+    const res = (await this.send(method, path, {...options, stream: true})) as IncomingMessage
+    if ((res.statusCode ?? 0) >= 300) return EngineApi.fail(res, method, path)
+    return res
+  }
+
+  /** A hijacked connection (exec with stdin): write stdin, end it, read the raw stream. */
+  async hijack(method: string, path: string, options: CallOptions = {}): Promise<Duplex> {
+    const result = await this.send(method, path, {...options, upgrade: true})
+    if (!('upgraded' in result)) {
+      if ((result.statusCode ?? 0) >= 300) return EngineApi.fail(result, method, path)
+      return result as unknown as Duplex // an engine that answers 200 without upgrading still streams the output
+    }
+    if (result.head.length) result.socket.unshift(result.head)
+    return result.socket
+  }
+}
+
+/**
+ * Split the engine's multiplexed stream (8-byte frame headers: stream id,
+ * 3 zero bytes, big-endian length) into stdout and stderr as it arrives.
+ * Resolves when the stream ends.
+ */
+export function demultiplex(stream: Readable, onStdout: (chunk: Buffer) => void, onStderr: (chunk: Buffer) => void): Promise<void> {
+  let pending: Buffer = Buffer.alloc(0)
+  return new Promise((resolve, reject) => {
+    stream.on('data', (chunk: Buffer) => {
+      pending = pending.length ? Buffer.concat([pending, chunk]) : chunk
+      while (pending.length >= 8) {
+        const size = pending.readUInt32BE(4)
+        if (pending.length < 8 + size) break
+        const payload = pending.subarray(8, 8 + size)
+        if (pending[0] === 2) onStderr(payload)
+        else if (pending[0] === 1) onStdout(payload)
+        pending = pending.subarray(8 + size)
+      }
+    })
+    stream.on('end', resolve)
+    stream.on('close', resolve)
+    stream.on('error', reject)
+  })
+}

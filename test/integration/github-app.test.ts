@@ -1,0 +1,326 @@
+/**
+ * Issue 10: GitHub App credentials, against the real engine, real git and a
+ * stand-in GitHub (fixtures/fake-github/server.mjs) in a container of our own
+ * on a network of our own. The stand-in checks the App JWT against the public
+ * half of a key pair made here, hands out installation tokens that expire
+ * after TTL seconds, and serves a bare repository over smart HTTP to
+ * `x-access-token:<valid token>` only.
+ *
+ * The host cannot resolve container names, so the API URL is the stand-in's
+ * address (only the host calls the API), and the host's git reaches the git
+ * URL (the container name, as the sandbox sees it) through http_proxy.
+ */
+import {execa} from 'execa'
+import {generateKeyPairSync} from 'node:crypto'
+import {chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync} from 'node:fs'
+import {join} from 'node:path'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {cleanupUnder, cli, docker, inspect, REPO, run, TEST_ROOT, TEST_UID, type Result} from './helpers.js'
+
+const PREFIX = `asbx-ghapp-${(process.env.AGENT_SANDBOX_IT_ID ?? 'main').toLowerCase().replace(/[^a-z0-9-]/g, '-')}`
+const NET = `${PREFIX}-net`
+/** The stand-in's container name is also its host name in the git URL. */
+const FAKE = `${PREFIX}-gh`
+const APP_ID = 4242
+const INSTALLATION_ID = 777
+const TTL = 20
+const MARGIN = 10
+const FIXTURE = join(REPO, 'test', 'integration', 'fixtures', 'fake-github')
+
+let dir: string
+let runtimeDir: string
+let keyPem: string
+let keyMarker: string
+let fakeIp: string
+let ws: string
+let name: string
+let tokenDir: string
+let env: Record<string, string>
+/** Everything the CLI printed, and every token seen on the host. */
+const outputs: string[] = []
+const tokens = new Set<string>()
+
+async function sandboxCli(args: string[], extraEnv: Record<string, string> = {}): Promise<Result> {
+  const r = await cli(args, {env: {...env, ...extraEnv}})
+  outputs.push(r.stdout, r.stderr)
+  return r
+}
+
+function hostToken(): string {
+  const token = readFileSync(join(tokenDir, 'secrets', 'ghapp_token'), 'utf8').trim()
+  tokens.add(token)
+  return token
+}
+
+function status(): {lastSuccess?: string; expiresAt?: string; lastError?: string; failures: number} {
+  return JSON.parse(readFileSync(join(tokenDir, 'status.json'), 'utf8'))
+}
+
+async function until<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 90_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const value = await probe()
+    if (value !== undefined && value !== false) return value
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((r) => setTimeout(r, 500))
+  }
+}
+
+async function fakeApi(path: string, body?: string): Promise<any> {
+  const response = await fetch(`http://${fakeIp}:8080${path}`, {method: body === undefined ? 'GET' : 'POST', body})
+  return response.json()
+}
+
+/** As node inside the sandbox (through the CLI, like an agent). */
+function inside(script: string): Promise<Result> {
+  return sandboxCli(['exec', ws, '--', 'bash', '-c', script])
+}
+
+/** A live process (a zombie left for a non-reaping init counts as gone). */
+function processAlive(pid: number): boolean {
+  try {
+    return !/\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'))
+  } catch {
+    return false
+  }
+}
+
+function serverLog(): Promise<Result> {
+  return docker('exec', FAKE, '/usr/bin/git', '--git-dir', '/srv/git/acme/widgets.git', 'log', '--format=%s', 'main')
+}
+
+beforeAll(async () => {
+  mkdirSync(TEST_ROOT, {recursive: true})
+  dir = mkdtempSync(join(TEST_ROOT, 'ghapp-'))
+  chownSync(dir, TEST_UID, TEST_UID)
+  const pair = generateKeyPairSync('rsa', {modulusLength: 2048})
+  // PKCS#1, as GitHub hands it out.
+  keyPem = pair.privateKey.export({type: 'pkcs1', format: 'pem'}).toString()
+  keyMarker = keyPem.split('\n')[5]
+  const keyDir = join(dir, 'keys')
+  mkdirSync(keyDir, {mode: 0o700})
+  writeFileSync(join(keyDir, 'app.pem'), keyPem, {mode: 0o600})
+  await docker('rm', '-f', FAKE)
+  await docker('network', 'rm', NET)
+  const net = await docker('network', 'create', '--label', `dev.agent-sandbox.test=${PREFIX}`, NET)
+  expect(net.exitCode, net.stderr).toBe(0)
+  const started = await docker(
+    'run', '--detach', '--name', FAKE, '--network', NET, '--label', `dev.agent-sandbox.test=${PREFIX}`,
+    '--mount', `type=bind,source=${FIXTURE},target=/fixture,readonly`,
+    '--env', `FAKE_GH_PUBLIC_KEY=${pair.publicKey.export({type: 'spki', format: 'pem'}).toString()}`,
+    '--env', `FAKE_GH_APP_ID=${APP_ID}`, '--env', `FAKE_GH_INSTALLATION_ID=${INSTALLATION_ID}`, '--env', `FAKE_GH_TOKEN_TTL=${TTL}`,
+    '--entrypoint', 'node', 'agent-sandbox-base:latest', '/fixture/server.mjs',
+  )
+  expect(started.exitCode, started.stderr).toBe(0)
+  await until('the stand-in to listen', async () => (await docker('logs', FAKE)).stdout.includes('listening') || undefined, 60_000)
+  fakeIp = (await docker('inspect', '--format', `{{(index .NetworkSettings.Networks "${NET}").IPAddress}}`, FAKE)).stdout.trim()
+  expect(fakeIp).toMatch(/^\d+\.\d+\.\d+\.\d+$/)
+
+  const configHome = join(dir, 'config')
+  mkdirSync(join(configHome, 'agent-sandbox'), {recursive: true})
+  writeFileSync(
+    join(configHome, 'agent-sandbox', 'config.json'),
+    JSON.stringify({
+      github: {appId: APP_ID, installationId: INSTALLATION_ID, privateKeyPath: join(keyDir, 'app.pem'), apiUrl: `http://${fakeIp}:8080`, gitUrl: `http://${FAKE}:8080`, refreshMarginSeconds: MARGIN},
+      dockerNetwork: NET,
+      // Keep the firewall from fetching GitHub's address ranges: this test talks to its own containers only.
+      env: {AGENT_SANDBOX_GITHUB_META: '0'},
+    }),
+  )
+  runtimeDir = join(dir, 'runtime')
+  mkdirSync(runtimeDir, {mode: 0o700})
+  env = {XDG_CONFIG_HOME: configHome, XDG_RUNTIME_DIR: runtimeDir}
+})
+
+afterAll(async () => {
+  if (ws) await cli(['rm', ws], {env})
+  await cleanupUnder(TEST_ROOT)
+  await docker('rm', '-f', FAKE)
+  await docker('network', 'rm', NET)
+  if (dir) rmSync(dir, {recursive: true, force: true})
+})
+
+describe('GitHub App credentials', () => {
+  it('refuses bad --clone input before creating anything', async () => {
+    const bad = await sandboxCli(['init', '--clone', 'not a repo', join(dir, 'x')])
+    expect(bad.exitCode).toBe(2)
+    expect(bad.stderr).toMatch(/not a GitHub repository.*owner\/repo/)
+    expect(existsSync(join(dir, 'x'))).toBe(false)
+    const noApp = await cli(['init', '--clone', 'acme/widgets', join(dir, 'y')], {env: {XDG_CONFIG_HOME: join(dir, 'nothing'), XDG_RUNTIME_DIR: runtimeDir}})
+    expect(noApp.exitCode).toBe(2)
+    expect(noApp.stderr).toMatch(/needs a GitHub App.*github\.appId/)
+    expect(existsSync(join(dir, 'y'))).toBe(false)
+  })
+
+  it('init --clone clones through askpass on the host, with no token in the remote or git config', async () => {
+    ws = join(dir, 'widgets')
+    const r = await sandboxCli(['init', '--clone', 'acme/widgets', ws], {http_proxy: `http://${fakeIp}:8080`})
+    expect(r.exitCode, r.stderr).toBe(0)
+    expect(readFileSync(join(ws, 'README.md'), 'utf8')).toBe('# acme/widgets\n')
+    expect(existsSync(join(ws, '.agent-sandbox', 'Dockerfile'))).toBe(true)
+    // Owned by the owner of the directory it was cloned into (we run as root).
+    expect(statSync(join(ws, 'README.md')).uid).toBe(TEST_UID)
+    const remote = await run('git', ['-C', ws, '-c', `safe.directory=${ws}`, 'config', '--get', 'remote.origin.url'])
+    expect(remote.stdout.trim()).toBe(`http://${FAKE}:8080/acme/widgets.git`)
+    const stats = await fakeApi('/_fake/stats')
+    expect(stats.minted).toBe(1)
+    expect(stats.gitAccepted).toBeGreaterThan(0)
+  })
+
+  it('start mints a token into a private file mounted read-only, and git inside pushes through askpass', async () => {
+    const r = await sandboxCli(['start', ws, '--json'])
+    expect(r.exitCode, r.stderr).toBe(0)
+    name = JSON.parse(r.stdout).name
+    tokenDir = join(runtimeDir, 'agent-sandbox', name)
+    for (const [path, mode] of [
+      [tokenDir, 0o700],
+      [join(tokenDir, 'secrets'), 0o700],
+      [join(tokenDir, 'secrets', 'ghapp_token'), 0o600],
+      [join(tokenDir, 'status.json'), 0o600],
+    ] as const) {
+      expect((statSync(path).mode & 0o777).toString(8), path).toBe(mode.toString(8))
+    }
+    // Readable by the sandbox user only: node is renumbered to the workspace owner.
+    expect(statSync(join(tokenDir, 'secrets', 'ghapp_token')).uid).toBe(TEST_UID)
+    expect(hostToken()).toMatch(/^ghs_[A-Za-z0-9]{36}$/)
+    const info = await inspect(name)
+    expect(info.Config.Labels['dev.agent-sandbox.ghapp']).toBe('1')
+    expect(info.Config.Env).toContain('GIT_ASKPASS=/usr/local/bin/git-askpass-ghapp')
+    expect(info.HostConfig.Mounts).toContainEqual(expect.objectContaining({Type: 'bind', Source: join(tokenDir, 'secrets'), Target: '/run/secrets', ReadOnly: true}))
+
+    const push = await inside('echo one > one.txt && git add one.txt && git -c user.name=T -c user.email=t@example.invalid commit -qm "first push" && git push origin main')
+    expect(push.exitCode, push.stderr).toBe(0)
+    expect((await serverLog()).stdout.split('\n')).toContain('first push')
+  })
+
+  it('cannot write the token file from inside, not even as root', async () => {
+    const asNode = await inside('echo forged > /run/secrets/ghapp_token')
+    expect(asNode.exitCode).not.toBe(0)
+    const asRoot = await docker('exec', '-u', 'root', name, 'sh', '-c', 'echo forged > /run/secrets/ghapp_token; rm -f /run/secrets/ghapp_token')
+    expect(asRoot.exitCode).not.toBe(0)
+    expect(asRoot.stderr).toMatch(/Read-only file system/)
+    expect(hostToken()).toMatch(/^ghs_/)
+  })
+
+  it('renews the token before it expires: git keeps working past expiry, and readers never see a partial file', async () => {
+    const first = hostToken()
+    const firstMintedAt = status().lastSuccess
+    // A reader inside, looping over the file across several renewals.
+    const seconds = TTL + 2 * MARGIN
+    const reader = execa('docker', [
+      'exec', '-u', 'node', name, 'node', '-e',
+      `const fs = require('fs'); const end = Date.now() + ${seconds * 1000}; let reads = 0, bad = 0; const seen = new Set();
+       const pause = new Int32Array(new SharedArrayBuffer(4));
+       while (Date.now() < end) {
+         let t; try { t = fs.readFileSync('/run/secrets/ghapp_token', 'utf8') } catch { bad++; continue }
+         reads++; if (/^ghs_[A-Za-z0-9]{36}\\n$/.test(t)) seen.add(t); else bad++;
+         Atomics.wait(pause, 0, 0, 2);
+       }
+       console.log(JSON.stringify({reads, bad, distinct: seen.size}))`,
+    ], {reject: false})
+    await until('the first token to expire at the stand-in', async () => (await fakeApi('/_fake/check', first)).valid === false || undefined)
+    await until('two renewals', () => (new Set([...tokens]).size >= 3 ? true : (hostToken(), undefined)))
+    expect(status().lastSuccess).not.toBe(firstMintedAt)
+    const push = await inside('echo two > two.txt && git add two.txt && git -c user.name=T -c user.email=t@example.invalid commit -qm "after expiry" && git push origin main')
+    expect(push.exitCode, push.stderr).toBe(0)
+    expect((await serverLog()).stdout.split('\n')).toContain('after expiry')
+    expect((await fakeApi('/_fake/check', first)).valid).toBe(false)
+    const result = await reader
+    expect(result.exitCode, result.stderr).toBe(0)
+    const counts = JSON.parse(result.stdout)
+    expect(counts.bad).toBe(0)
+    expect(counts.reads).toBeGreaterThan(100)
+    expect(counts.distinct).toBeGreaterThanOrEqual(2)
+  })
+
+  it('shows the token state in list --json', async () => {
+    const r = await sandboxCli(['list', '--json'])
+    expect(r.exitCode, r.stderr).toBe(0)
+    const row = JSON.parse(r.stdout).find((x: {name: string}) => x.name === name)
+    expect(row.github).toMatchObject({refresher: 'refresher', lastError: null, failures: 0})
+    expect(row.github.summary).toMatch(/^ok \(expires in \d+s\)$/)
+  })
+
+  it('keeps the private key out of the container and the images', async () => {
+    // A control copy proves the search reaches files; nothing else may match.
+    const control = await execa('docker', ['exec', '-i', '-u', 'root', name, 'sh', '-c', 'cat > /tmp/key-marker-control'], {input: keyMarker, reject: false})
+    expect(control.exitCode, control.stderr).toBe(0)
+    const grep = await docker('exec', '-u', 'root', name, 'grep', '-rlsF', '--exclude-dir=proc', '--exclude-dir=sys', '--exclude-dir=dev', keyMarker, '/')
+    expect(grep.stdout.trim().split('\n')).toEqual(['/tmp/key-marker-control'])
+    await docker('exec', '-u', 'root', name, 'rm', '-f', '/tmp/key-marker-control')
+    const info = await inspect(name)
+    for (const image of [info.Config.Image, 'agent-sandbox-base:latest']) {
+      const history = await docker('history', '--no-trunc', image)
+      const imageInfo = await docker('image', 'inspect', image)
+      expect(history.exitCode).toBe(0)
+      expect(history.stdout + imageInfo.stdout).not.toContain(keyMarker)
+      expect(history.stdout + imageInfo.stdout).not.toContain('PRIVATE KEY')
+    }
+    expect(JSON.stringify(info)).not.toContain(keyMarker)
+  })
+
+  it('shows no token in CLI output, docker inspect, argv, environments, history or git config', async () => {
+    hostToken()
+    const seen: Record<string, string> = {
+      'CLI output': outputs.join('\n'),
+      'docker inspect': JSON.stringify(await inspect(name)),
+      'cmdlines and environments inside': (await docker('exec', '-u', 'root', name, 'sh', '-c', 'for p in /proc/[0-9]*; do tr "\\0" "\\n" < $p/cmdline; tr "\\0" "\\n" < $p/environ; done 2>/dev/null')).stdout,
+      'env inside': (await inside('env')).stdout,
+      'shell history': (await docker('exec', name, 'cat', '/commandhistory/.bash_history')).stdout,
+      'git config inside': (await inside('git config --list --show-origin')).stdout,
+      '.git/config': readFileSync(join(ws, '.git', 'config'), 'utf8'),
+      'refresher log': readFileSync(join(tokenDir, 'refresher.log'), 'utf8'),
+      'status.json': readFileSync(join(tokenDir, 'status.json'), 'utf8'),
+      'container log': (await docker('logs', name)).stdout,
+    }
+    // The search sees what it should: GIT_ASKPASS in the environment, our reader's argv earlier in the outputs.
+    expect(seen['cmdlines and environments inside']).toContain('GIT_ASKPASS=/usr/local/bin/git-askpass-ghapp')
+    expect(tokens.size).toBeGreaterThanOrEqual(3)
+    for (const token of tokens) {
+      for (const [where, text] of Object.entries(seen)) expect(text.includes(token), `${where} holds a token`).toBe(false)
+    }
+  })
+
+  it('reports a failing refresh and keeps the last token in place', async () => {
+    const before = hostToken()
+    const stopped = await docker('stop', '--time', '1', FAKE)
+    expect(stopped.exitCode, stopped.stderr).toBe(0)
+    const failed = await until('a failed refresh', () => (status().failures > 0 ? status() : undefined), 120_000)
+    expect(failed.lastError).toMatch(/cannot reach http:\/\//)
+    expect(hostToken()).toBe(before)
+    const r = await sandboxCli(['list', '--json'])
+    const row = JSON.parse(r.stdout).find((x: {name: string}) => x.name === name)
+    expect(row.github.lastError).toMatch(/cannot reach/)
+    expect(row.github.summary).toMatch(/^error: /)
+    const table = await sandboxCli(['list'])
+    expect(table.stdout).toMatch(/GITHUB/)
+    expect(table.stdout).toMatch(/error: cannot reach/)
+  })
+
+  it('rm stops the refresher and deletes the token directory', async () => {
+    const pid = Number(readFileSync(join(tokenDir, 'refresher.pid'), 'utf8'))
+    expect(processAlive(pid)).toBe(true)
+    const r = await sandboxCli(['rm', ws])
+    expect(r.exitCode, r.stderr).toBe(0)
+    expect(existsSync(tokenDir)).toBe(false)
+    await until('the refresher to exit', () => !processAlive(pid) || undefined, 10_000)
+    // Still gone a poll interval later: nothing brought the directory back.
+    await new Promise((resolve) => setTimeout(resolve, 3000))
+    expect(existsSync(tokenDir)).toBe(false)
+  })
+
+  it('token-daemon runs in the foreground, once: a second one is refused, SIGTERM stops it', async () => {
+    const daemon = execa('node', [join(REPO, 'bin', 'run.js'), 'token-daemon'], {env, reject: false, stdin: 'ignore'})
+    const pidFile = join(runtimeDir, 'agent-sandbox', 'daemon.pid')
+    await until('the daemon pid file', () => (existsSync(pidFile) && Number(readFileSync(pidFile, 'utf8')) === daemon.pid) || undefined, 30_000)
+    const second = await sandboxCli(['token-daemon'])
+    expect(second.exitCode).toBe(7)
+    expect(second.stderr).toContain(`a token daemon is already running (pid ${daemon.pid})`)
+    daemon.kill('SIGTERM')
+    const done = await daemon
+    outputs.push(String(done.stdout), String(done.stderr))
+    expect(done.exitCode).toBe(0)
+    expect(String(done.stderr)).toMatch(/token daemon started[\s\S]*stopped \(SIGTERM\)/)
+    expect(existsSync(pidFile)).toBe(false)
+  })
+})
