@@ -29,7 +29,7 @@
 #   AGENT_SANDBOX_STATE_DIR          [/run/agent-sandbox]
 #   AGENT_SANDBOX_RESOLV_CONF        [/etc/resolv.conf]
 #   AGENT_SANDBOX_PERSIST_DIR        [/var/lib/agent-sandbox] upstream resolvers across restarts
-#   AGENT_SANDBOX_GITHUB_META        [1] 0 = don't add GitHub's published IP ranges
+#   AGENT_SANDBOX_GITHUB_META        [0] 1 = also add GitHub's published IP ranges (fetched in the background)
 #   AGENT_SANDBOX_IPV6_CONF_DIR      [/proc/sys/net/ipv6/conf] (IPv6 on if any non-lo interface has disable_ipv6=0)
 #   AGENT_SANDBOX_LIB_DIR            [/usr/local/lib/agent-sandbox] where firewall-lib.sh is
 set -euo pipefail
@@ -310,7 +310,7 @@ github_meta() {
   fi
 }
 
-if [ "${AGENT_SANDBOX_GITHUB_META:-1}" != 0 ]; then
+if [ "${AGENT_SANDBOX_GITHUB_META:-0}" = 1 ]; then
   # Own temp dir: the EXIT trap removes $TMP when this script ends.
   (
     TMP="$(mktemp -d)"

@@ -6,8 +6,10 @@
 #     starts dockerd in the background, writing its pid to $STATE_DIR/dockerd.pid;
 #   - if debian:trixie-slim is absent (no registry reachable), builds it with
 #     debootstrap into a cached root file system and imports it;
-#   - installs the host tools the tests drive (tmux for a real pseudo-terminal, shellcheck).
-# Usage: scripts/setup-engine.sh            (prints what it did on stderr)
+#   - installs the host tools the tests drive (tmux for a real pseudo-terminal, shellcheck);
+#   - with --podman, also installs Podman, serves its Docker-compatible API on
+#     /run/podman/podman.sock (pid in $STATE_DIR/podman.pid) and imports the same base OS.
+# Usage: scripts/setup-engine.sh [--podman]   (prints what it did on stderr)
 # Env:   AGENT_SANDBOX_CACHE (default /var/cache/agent-sandbox), DEBIAN_MIRROR.
 set -euo pipefail
 
@@ -69,5 +71,36 @@ if ! docker image inspect "$BASE_TAG" >/dev/null 2>&1; then
   fi
   log "importing $BASE_TAG"
   tar -C "$rootfs" -c . | docker import - "$BASE_TAG" >/dev/null
+fi
+if [ "${1:-}" = --podman ]; then
+  apt_install podman
+  conf=/etc/containers/containers.conf
+  # Podman 4.3's default ulimits cannot be applied in this kind of VM.
+  if ! grep -q '^default_ulimits' "$conf" 2>/dev/null; then
+    mkdir -p /etc/containers
+    if grep -q '^\[containers\]' "$conf" 2>/dev/null; then
+      sed -i 's/^\[containers\]$/[containers]\ndefault_ulimits = []/' "$conf"
+    else
+      printf '[containers]\ndefault_ulimits = []\n' >>"$conf"
+    fi
+  fi
+  sock=/run/podman/podman.sock
+  podman_up() { curl -fsS --max-time 2 --unix-socket "$sock" http://d/_ping >/dev/null 2>&1; }
+  if ! podman_up; then
+    mkdir -p /run/podman
+    log "starting podman system service on $sock"
+    nohup podman system service --time=0 "unix://$sock" >"$STATE_DIR/podman.log" 2>&1 &
+    echo $! >"$STATE_DIR/podman.pid"
+    for _ in $(seq 1 60); do
+      podman_up && break
+      sleep 0.5
+    done
+    podman_up || abort "podman system service did not come up; see $STATE_DIR/podman.log"
+  fi
+  if ! podman image exists "$BASE_TAG"; then
+    log "importing $BASE_TAG into podman"
+    docker save "$BASE_TAG" | podman load >/dev/null
+  fi
+  log "podman: $(podman --version)"
 fi
 log "ready"

@@ -6,14 +6,17 @@
 # the integration global set-up builds the base image itself if it is missing).
 # Prints one total line at the end: "N passed, N failed". Exits non-zero if any
 # test failed or a suite could not run.
-# Usage: scripts/test-all.sh [unit|bats|integration]...   (default: all three)
+# Podman: the lifecycle and run suites also run against Podman's API socket
+# when AGENT_SANDBOX_TEST_PODMAN=1 (CI sets it after scripts/setup-engine.sh --podman);
+# otherwise a line says that suite was not requested.
+# Usage: scripts/test-all.sh [unit|bats|integration|podman]...   (default: all)
 set -uo pipefail
 
 cd "$(dirname "$0")/.." || exit 1
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 suites=("$@")
-[ "${#suites[@]}" -gt 0 ] || suites=(unit bats integration)
+[ "${#suites[@]}" -gt 0 ] || suites=(unit bats integration podman)
 
 passed=0
 failed=0
@@ -56,8 +59,21 @@ for suite in "${suites[@]}"; do
       printf 'suite bats: %s passed, %s failed\n' "$p" "$f"
       if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then broken=$((broken + 1)); fi
       ;;
+    podman)
+      if [ "${AGENT_SANDBOX_TEST_PODMAN:-0}" != 1 ]; then
+        printf '\n=== podman tests: not requested (set AGENT_SANDBOX_TEST_PODMAN=1 with a Podman socket at /run/podman/podman.sock) ===\n'
+        continue
+      fi
+      printf '\n=== integration tests on podman ===\n'
+      DOCKER_HOST="${AGENT_SANDBOX_PODMAN_HOST:-unix:///run/podman/podman.sock}" AGENT_SANDBOX_ENGINE=podman AGENT_SANDBOX_IT_ID=podman \
+        npx vitest run --project integration --reporter=default --reporter=json --outputFile.json="$out/podman.json" \
+        test/integration/lifecycle.test.ts test/integration/run.test.ts test/integration/bad-input.test.ts
+      rc=$?
+      count_vitest "$out/podman.json" podman
+      [ "$rc" -eq 0 ] || [ -s "$out/podman.json" ] || broken=$((broken + 1))
+      ;;
     *)
-      echo "test-all: unknown suite: $suite (use unit, bats, integration)" >&2
+      echo "test-all: unknown suite: $suite (use unit, bats, integration, podman)" >&2
       exit 2
       ;;
   esac

@@ -232,7 +232,7 @@ export async function allowDomains(ctx: Context, ws: Workspace, domains: string[
       })
     }
     const r = await ctx.engine.containers.exec(sandbox.id, [SANDBOX_EXEC, FIREWALL_ALLOW, ...valid], {user: 'root'})
-    if (r.exitCode === NOT_READY) throw new NotReadyError(`${sandbox.name} is not ready: ${lastLine(r.stderr)}`, {hint: `see: docker logs ${sandbox.name}`})
+    if (r.exitCode === NOT_READY) throw new NotReadyError(`${sandbox.name} is not ready: ${lastLine(r.stderr)}`, {hint: `restart it (agent-sandbox stop, then start) or see: docker logs ${sandbox.name}`})
     if (r.exitCode !== 0) {
       throw new SandboxError(`firewall-allow failed in ${sandbox.name} (exit ${r.exitCode}): ${lastLine(r.stderr) || lastLine(r.stdout) || 'no message'}`, {
         hint: `see the firewall's log: docker exec ${sandbox.name} cat /run/agent-sandbox/firewall.log`,
@@ -399,7 +399,7 @@ export async function runDoctor(ctx: Context, ws: Workspace, options: {branch?: 
   if (sandbox.network === 'firewall') checks.push(...checkRules(await readStatus(ctx, sandbox)))
   else checks.push({name: 'network-mode', status: sandbox.network === 'none' ? 'pass' : 'fail', detail: sandbox.network === 'none' ? 'none: no network at all' : 'open: egress is NOT filtered'})
   const r = await ctx.engine.containers.exec(sandbox.id, [SANDBOX_EXEC, 'bash', '-c', doctorScript(), 'sandbox-doctor'], {user: SANDBOX_USER})
-  if (r.exitCode === NOT_READY) throw new NotReadyError(`${sandbox.name} is not ready: ${lastLine(r.stderr)}`, {hint: `see: docker logs ${sandbox.name}`})
+  if (r.exitCode === NOT_READY) throw new NotReadyError(`${sandbox.name} is not ready: ${lastLine(r.stderr)}`, {hint: `restart it (agent-sandbox stop, then start) or see: docker logs ${sandbox.name}`})
   const probes = parseDoctorOutput(r.stdout)
   if ((r.exitCode !== 0 && r.exitCode !== 1) || probes.length === 0) {
     throw new SandboxError(`doctor.sh failed in ${sandbox.name} (exit ${r.exitCode}): ${lastLine(r.stderr) || 'no checks reported'}`)

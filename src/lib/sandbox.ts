@@ -216,7 +216,7 @@ async function failedStart(ctx: Context, container: {id: string; name: string}, 
     'unknown reason'
   throw new NotReadyError(`sandbox ${container.name} did not become ready: ${reason}`, {
     cause,
-    hint: `see the container's log: docker logs ${container.name}`,
+    hint: 'fix the cause and run start again; `agent-sandbox doctor` checks a running sandbox',
   })
 }
 
