@@ -83,7 +83,8 @@ own_volumes() {
   done
   # The repo-shelf: only its top directory. Provisioning owns the rest, and the
   # shelf repository's config is deliberately root's (see provision-shelf.sh).
-  if [[ -d "$SHELF" && "$(stat -c %u "$SHELF")" != "$(id -u "$NODE_USER")" ]]; then
+  # Once provisioned (repo/ exists) it is root's and sticky on purpose: leave it.
+  if [[ -d "$SHELF" && ! -e "$SHELF/repo" && "$(stat -c %u "$SHELF")" != "$(id -u "$NODE_USER")" ]]; then
     chown "$NODE_USER:$NODE_USER" "$SHELF"
   fi
   [[ -e "$HISTORY_DIR/.bash_history" ]] || install -o "$NODE_USER" -g "$NODE_USER" -m 0600 /dev/null "$HISTORY_DIR/.bash_history"
@@ -127,10 +128,23 @@ pids_refused() {
   echo 0
 }
 
+# How many processes the memory cgroup's OOM killer has killed (v2, then v1).
+oom_kills() {
+  local dir="${AGENT_SANDBOX_CGROUP_DIR:-/sys/fs/cgroup}" file
+  for file in "$dir/memory.events" "$dir/memory/memory.oom_control"; do
+    if [[ -r "$file" ]]; then
+      awk '$1 == "oom_kill" { print $2; found = 1 } END { if (!found) print 0 }' "$file"
+      return
+    fi
+  done
+  echo 0
+}
+
 # One-shot mode: run CMD as node, pass signals on, and say if the pids limit bit.
 run_command() {
-  local before child rc=0 hits
+  local before child rc=0 hits oom_before ooms
   before="$(pids_refused)"
+  oom_before="$(oom_kills)"
   setpriv --reuid="$NODE_USER" --regid="$NODE_USER" --init-groups --inh-caps=-all \
     env HOME="$NODE_HOME" USER="$NODE_USER" LOGNAME="$NODE_USER" "$@" <&0 &
   child=$!
@@ -143,6 +157,10 @@ run_command() {
     # A trapped signal interrupts wait; keep waiting while the command lives.
     kill -0 "$child" 2>/dev/null || break
   done
+  ooms=$(( $(oom_kills) - oom_before ))
+  if (( ooms > 0 )); then
+    printf 'agent-sandbox: out of memory: %d processes killed\n' "$ooms" >&3
+  fi
   hits=$(( $(pids_refused) - before ))
   if (( hits > 0 )); then
     printf 'agent-sandbox: pids limit reached: %d forks refused\n' "$hits" >&3

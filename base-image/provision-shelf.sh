@@ -87,7 +87,7 @@ if [ ! -d "$REPO/.git" ]; then
   mv "$tmp" "$REPO"
 fi
 # The config may be root-owned from an earlier run; unlock it while we change it.
-[ "$(id -u)" != 0 ] || { chown "$uid:$gid" "$REPO/.git" "$REPO/.git/config"; chmod 0755 "$REPO/.git"; }
+[ "$(id -u)" != 0 ] || { chown "$uid:$gid" "$REPO" "$REPO/.git" "$REPO/.git/config"; chmod 0755 "$REPO" "$REPO/.git"; }
 
 set_remote() { # set_remote NAME URL
   if g -C "$REPO" remote get-url "$1" >/dev/null 2>&1; then
@@ -167,11 +167,14 @@ fi
 
 g -C "$REPO" config core.hooksPath "$hooks_path"
 if [ "$(id -u)" = 0 ]; then
-  # Root owns the config, in a sticky directory: the agent can neither write nor replace it.
+  # Root owns the config, in a sticky directory: the agent can neither write nor
+  # replace it. The directories above it are root's and sticky too, so that the
+  # agent cannot move .git, repo or the shelf aside and put its own config in
+  # their place (worktrees find the repository by its absolute path).
   chown root:root "$REPO/.git/config"
   chmod 0644 "$REPO/.git/config"
-  chown root:"$gid" "$REPO/.git"
-  chmod 1775 "$REPO/.git"
+  chown root:"$gid" "$REPO/.git" "$REPO" "$SHELF"
+  chmod 1775 "$REPO/.git" "$REPO" "$SHELF"
 fi
 
 printf 'shelf: worktree=%s\n' "$dir"

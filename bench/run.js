@@ -18,7 +18,7 @@
 import {existsSync, mkdirSync} from 'node:fs'
 import {join} from 'node:path'
 import {parseArgs} from 'node:util'
-import {OWNER, REPO, benchId, cleanup, cliEnv, cliSync, configureWorkspace, docker, makeGitWorkspace, sh} from './lib/fixtures.js'
+import {BASE_TAG, BIN, OWNER, REPO, benchId, cleanup, cliEnv, cliSync, configureWorkspace, docker, makeGitWorkspace, sh, writeUserConfig} from './lib/fixtures.js'
 import {TIME_BIN, cleanupScratch, runParallel, runSequence, summary} from './lib/measure.js'
 import {ensureRepo} from './lib/repo.js'
 import {machine, textTable, verdict, writeDoc} from './lib/report.js'
@@ -62,9 +62,9 @@ function preflight() {
   const missing = []
   if (!existsSync(TIME_BIN)) missing.push(`${TIME_BIN} (install Debian's \`time\` package; scripts/setup-engine.sh does)`)
   if (sh('script', ['--version'], {allowFailure: true}).code !== 0) missing.push('`script` (util-linux)')
-  if (!existsSync(join(REPO, 'dist', 'commands'))) missing.push('the built CLI (run `npm run build`)')
+  if (!existsSync(join(BIN, '..', '..', 'dist', 'commands'))) missing.push(`the built CLI at ${BIN} (run \`npm run build\`)`)
   if (sh('docker', ['info', '--format', '{{.ServerVersion}}'], {allowFailure: true}).code !== 0) missing.push('a running container engine (scripts/setup-engine.sh)')
-  else if (sh('docker', ['image', 'inspect', 'agent-sandbox-base:latest'], {allowFailure: true}).code !== 0) missing.push('the base image (run `agent-sandbox build-base`)')
+  else if (sh('docker', ['image', 'inspect', `agent-sandbox-base:${BASE_TAG}`], {allowFailure: true}).code !== 0) missing.push(`the base image agent-sandbox-base:${BASE_TAG} (run \`agent-sandbox build-base\`)`)
   if (missing.length) {
     log(`cannot run: missing ${missing.join('; ')}`)
     process.exit(2)
@@ -98,8 +98,9 @@ let peakKiB = 0
 
 try {
   cleanup(id, root) // a crashed earlier run with the same id
-  mkdirSync(join(root, 'config'), {recursive: true})
+  writeUserConfig(root)
   log(`run ${id}: ${selected.map((s) => s.key).join(', ')}; ${warmup} warm-up + ${runs} runs per arm${smoke ? ' (smoke)' : ''}`)
+  if (BIN !== join(REPO, 'bin', 'run.js') || BASE_TAG !== 'latest') log(`comparing another build: CLI ${BIN}, base image agent-sandbox-base:${BASE_TAG}`)
   log(`machine: ${info.cores} cores, ${info.memoryGiB} GiB, kernel ${info.kernel}, node ${info.node}, ${info.engine}, load ${info.load}`)
 
   log('set-up: workspace, image and a running sandbox')
@@ -117,7 +118,7 @@ try {
     ws,
     name: started.name,
     image,
-    baseImage: 'agent-sandbox-base:latest',
+    baseImage: `agent-sandbox-base:${BASE_TAG}`,
     parallel: smoke ? 2 : 8,
     listCount: smoke ? 3 : 30,
     extra: {},
@@ -133,7 +134,7 @@ try {
     /** @type {import('./lib/report.js').Row} */
     const row = {key: s.key, title: s.title, ours: s.ours, base: s.base, target: s.target, targetDiffMs: s.targetDiffMs, runs: n}
     if ((s.key === 'provision' || s.key === 'repeat') && ctx.extra.repoSize) row.title = `${s.title}, ${String(ctx.extra.repoSize)}`
-    if (s.key === 'parallel') row.title = `${ctx.parallel} ${s.title}`
+    if (s.key.startsWith('parallel')) row.title = `${ctx.parallel} ${s.title}`
     rows.push(row)
     const a = []
     const b = []
@@ -197,7 +198,7 @@ const failed = rows.filter((r) => r.error)
 const missed = rows.filter((r) => verdict(r) === 'MISSES')
 if (missed.length) process.stdout.write(`below target (reported, not a failure): ${missed.map((r) => r.key).join(', ')}\n`)
 
-if (!smoke && !only && !opts['no-doc'] && failed.length === 0) {
+if (!smoke && !only && !opts['no-doc'] && failed.length === 0 && BIN === join(REPO, 'bin', 'run.js') && BASE_TAG === 'latest') {
   const doc = join(REPO, 'docs', 'PERFORMANCE.md')
   writeDoc(doc, {rows, peakKiB, info, command: 'npm run bench', runs, warmup, startedAt, seconds})
   log(`wrote ${doc}`)

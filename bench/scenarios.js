@@ -5,7 +5,7 @@
  * `after` hooks run untimed around every measured run.
  */
 import {join} from 'node:path'
-import {BENCH_LABEL, BIN, OWNER, cliSync, copyRepo, docker, sh} from './lib/fixtures.js'
+import {BASE_TAG, BENCH_LABEL, BIN, OWNER, cliSync, copyRepo, docker, sh} from './lib/fixtures.js'
 
 /**
  * @typedef {import('./lib/measure.js').Step} Step
@@ -28,15 +28,15 @@ const dockerStep = (...args) => ({argv: ['docker', ...args]})
 const label = (ctx) => ['--label', `${BENCH_LABEL}=${ctx.id}`]
 const rmForce = (name) => sh('docker', ['rm', '-f', name], {allowFailure: true})
 
-/** Remove the workspace's repo-shelf volume(s), so the next checkout is a first provision. */
-function removeShelf(path) {
-  const vols = docker('volume', 'ls', '-q', '--filter', `label=dev.agent-sandbox.workspace=${path}`, '--filter', 'label=dev.agent-sandbox.volume=shelf')
-  const names = vols.stdout.split('\n').filter(Boolean)
-  if (names.length) docker('volume', 'rm', '-f', ...names)
+/** A new copy of the generated repository: a new workspace path, so a new (absent) repo-shelf. */
+function freshCopy(ctx) {
+  ctx.extra.copies = Number(ctx.extra.copies ?? 0) + 1
+  ctx.extra.current = copyRepo(/** @type {string} */ (ctx.repoCache), join(ctx.root, 'big', `copy-${String(ctx.extra.copies)}`, 'bigrepo'))
 }
+const current = (ctx) => /** @type {string} */ (ctx.extra.current)
 
 /** The baseline for a first provision: clone without checkout, then add the worktree, as plain git in a plain container. */
-function plainProvision(ctx, volume) {
+function plainProvision(ctx, volume, workspace) {
   const repoName = 'bigrepo'
   const script = [
     `/usr/bin/git clone --quiet --no-checkout /workspace/${repoName} /repo-shelf/repo`,
@@ -45,7 +45,7 @@ function plainProvision(ctx, volume) {
   return dockerStep(
     'run', '--rm', ...label(ctx), '--user', `${OWNER}:${OWNER}`, '--network', 'none', '--env', 'HOME=/tmp',
     '--mount', `type=volume,source=${volume},target=/repo-shelf`,
-    '--mount', `type=bind,source=${ctx.big},target=/workspace/${repoName},readonly`,
+    '--mount', `type=bind,source=${workspace},target=/workspace/${repoName},readonly`,
     '--entrypoint', '/bin/sh', ctx.baseImage, '-c', script,
   )
 }
@@ -60,6 +60,15 @@ export const scenarios = [
     target: 1.5,
     smoke: true,
     a: {steps: (ctx) => [cli(ctx, '--version')]},
+    b: {steps: () => [{argv: ['node', '-e', '']}]},
+  },
+  {
+    key: 'floor',
+    title: 'floor: node + oclif (no target)',
+    ours: "`node -e \"require('@oclif/core')\"` (what every command but `--version` loads first)",
+    base: "`node -e ''`",
+    smoke: false,
+    a: {steps: () => [{argv: ['node', '-e', "require('@oclif/core')"], env: {OCLIF_DISABLE_ENGINE_WARNING: '1'}}]},
     b: {steps: () => [{argv: ['node', '-e', '']}]},
   },
   {
@@ -89,7 +98,7 @@ export const scenarios = [
     base: '`docker run -d --entrypoint sleep <img> infinity` then `docker exec <c> true`',
     target: 3,
     smoke: true,
-    a: {before: (ctx) => rmForce(ctx.name), steps: (ctx) => [cli(ctx, 'start', ctx.ws)]},
+    a: {before: (ctx) => rmForce(ctx.name), steps: (ctx) => [cli(ctx, 'start', ctx.ws)], after: (ctx) => rmForce(ctx.name)},
     b: {
       before: (ctx) => rmForce(`asb-bench-${ctx.id}-cold`),
       steps: (ctx) => [
@@ -109,10 +118,9 @@ export const scenarios = [
     base: '`agent-sandbox start --network open` (same image)',
     targetDiffMs: 1000,
     smoke: false,
-    a: {before: (ctx) => rmForce(ctx.name), steps: (ctx) => [cli(ctx, 'start', ctx.ws, '--network', 'firewall')]},
-    b: {before: (ctx) => rmForce(ctx.name), steps: (ctx) => [cli(ctx, 'start', ctx.ws, '--network', 'open')]},
+    a: {before: (ctx) => rmForce(ctx.name), steps: (ctx) => [cli(ctx, 'start', ctx.ws, '--network', 'firewall')], after: (ctx) => rmForce(ctx.name)},
+    b: {before: (ctx) => rmForce(ctx.name), steps: (ctx) => [cli(ctx, 'start', ctx.ws, '--network', 'open')], after: (ctx) => rmForce(ctx.name)},
     teardown: (ctx) => {
-      rmForce(ctx.name)
       cliSync(ctx.root, ['start', ctx.ws])
     },
   },
@@ -129,7 +137,7 @@ export const scenarios = [
         const dir = join(ctx.ws, '.agent-sandbox')
         return [
           dockerStep(
-            'build', '--tag', `asb-bench-${ctx.id}-build:latest`, '--build-arg', 'BASE_IMAGE_TAG=latest',
+            'build', '--tag', `asb-bench-${ctx.id}-build:latest`, '--build-arg', `BASE_IMAGE_TAG=${BASE_TAG}`,
             '--label', 'dev.agent-sandbox.managed=true', '--label', 'dev.agent-sandbox.kind=repo', '--label', `dev.agent-sandbox.workspace=${ctx.ws}`,
             '--file', join(dir, 'Dockerfile'), dir,
           ),
@@ -145,17 +153,16 @@ export const scenarios = [
     target: 1.5,
     smoke: true,
     runs: 5,
-    setup: (ctx) => {
-      ctx.big = copyRepo(/** @type {string} */ (ctx.repoCache), join(ctx.root, 'big', 'bigrepo'))
-    },
-    a: {before: (ctx) => removeShelf(/** @type {string} */ (ctx.big)), steps: (ctx) => [cli(ctx, 'checkout', 'b1', /** @type {string} */ (ctx.big))]},
+    // Every run gets its own copy of the repository (hard links) and so its own
+    // new shelf volume, in both arms; nothing is deleted until the end. Deleting
+    // 20k files here makes file creation slow for tens of seconds after.
+    a: {before: (ctx) => freshCopy(ctx), steps: (ctx) => [cli(ctx, 'checkout', 'b1', current(ctx))]},
     b: {
       before: (ctx) => {
-        sh('docker', ['volume', 'rm', '-f', `asb-bench-${ctx.id}-shelf`], {allowFailure: true})
-        docker('volume', 'create', ...label(ctx), `asb-bench-${ctx.id}-shelf`)
+        freshCopy(ctx)
+        docker('volume', 'create', ...label(ctx), `asb-bench-${ctx.id}-shelf-${String(ctx.extra.copies)}`)
       },
-      steps: (ctx) => [plainProvision(ctx, `asb-bench-${ctx.id}-shelf`)],
-      after: (ctx) => sh('docker', ['volume', 'rm', '-f', `asb-bench-${ctx.id}-shelf`], {allowFailure: true}),
+      steps: (ctx) => [plainProvision(ctx, `asb-bench-${ctx.id}-shelf-${String(ctx.extra.copies)}`, current(ctx))],
     },
   },
   {
@@ -208,6 +215,15 @@ export const scenarios = [
     target: 2,
     smoke: true,
     a: {parallel: true, steps: (ctx) => Array.from({length: ctx.parallel}, () => cli(ctx, 'run', ctx.ws, '--', 'true'))},
+    b: {parallel: true, steps: (ctx) => Array.from({length: ctx.parallel}, () => dockerStep('run', '--rm', ...label(ctx), '--entrypoint', 'true', ctx.image))},
+  },
+  {
+    key: 'parallel-none',
+    title: 'parallel one-shot runs without the firewall (no target)',
+    ours: '`agent-sandbox run --network none -- true` ×N at once',
+    base: '`docker run --rm --entrypoint true <img>` ×N at once',
+    smoke: false,
+    a: {parallel: true, steps: (ctx) => Array.from({length: ctx.parallel}, () => cli(ctx, 'run', ctx.ws, '--network', 'none', '--', 'true'))},
     b: {parallel: true, steps: (ctx) => Array.from({length: ctx.parallel}, () => dockerStep('run', '--rm', ...label(ctx), '--entrypoint', 'true', ctx.image))},
   },
 ]

@@ -40,7 +40,7 @@ apt_install() {
 
 engine_up() { docker info >/dev/null 2>&1; }
 
-apt_install tmux shellcheck
+apt_install tmux shellcheck time
 
 if ! engine_up; then
   if ! command -v dockerd >/dev/null 2>&1; then

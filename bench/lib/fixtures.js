@@ -12,7 +12,10 @@ import {join, resolve} from 'node:path'
 import {fileURLToPath} from 'node:url'
 
 export const REPO = resolve(fileURLToPath(new URL('../../', import.meta.url)))
-export const BIN = join(REPO, 'bin', 'run.js')
+/** The CLI under test: this checkout's, or another build's (AGENT_SANDBOX_BENCH_CLI, to compare before and after a change). */
+export const BIN = process.env.AGENT_SANDBOX_BENCH_CLI ? resolve(process.env.AGENT_SANDBOX_BENCH_CLI) : join(REPO, 'bin', 'run.js')
+/** The base image tag the bench's sandboxes build on (AGENT_SANDBOX_BENCH_BASE_TAG; default latest). */
+export const BASE_TAG = process.env.AGENT_SANDBOX_BENCH_BASE_TAG || 'latest'
 export const BENCH_LABEL = 'dev.agent-sandbox.bench'
 /** The workspace owner: uid 1000, the usual first user on Linux (so `node` needs no renumbering). */
 export const OWNER = 1000
@@ -37,7 +40,7 @@ export function sh(command, args, options = {}) {
 
 export const docker = (/** @type {string[]} */ ...args) => sh('docker', args)
 
-/** The environment the CLI runs with: no AGENT_SANDBOX_* settings from outside, and an empty user config. */
+/** The environment the CLI runs with: no AGENT_SANDBOX_* settings from outside, and a user config of the bench's own. */
 export function cliEnv(root) {
   /** @type {Record<string, string | undefined>} */
   const env = {XDG_CONFIG_HOME: join(root, 'config')}
@@ -46,6 +49,12 @@ export function cliEnv(root) {
 }
 
 /** Run the built CLI synchronously (set-up only; never timed). */
+export function writeUserConfig(root) {
+  const dir = join(root, 'config', 'agent-sandbox')
+  mkdirSync(dir, {recursive: true})
+  writeFileSync(join(dir, 'config.json'), `${JSON.stringify({baseTag: BASE_TAG}, null, 2)}\n`)
+}
+
 export function cliSync(root, args) {
   const env = {...process.env}
   for (const [k, v] of Object.entries(cliEnv(root))) {

@@ -211,8 +211,8 @@ export async function buildRepoImage(engine: Engine, ws: Workspace, options: Bui
     `${Labels.kind}=repo`,
     '--label',
     `${Labels.workspace}=${ws.path}`,
-    '--file',
-    join(dir, 'Dockerfile'),
+    // The Dockerfile is found in the context by its default name: some docker
+    // CLI versions parse --file as CSV, which breaks on paths with quotes.
     dir,
   ]
   await streamBuild(engine, args, image)

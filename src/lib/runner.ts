@@ -40,6 +40,7 @@ export interface RunResult {
 /** The entrypoint's last words, when set-up failed before the command ran. */
 export const SETUP_FAILED_EXIT = 125
 const SETUP_MARKER = /^agent-sandbox: (.+)$/m
+const OOM_MARKER = /^agent-sandbox: out of memory: \d+ process/m
 const PIDS_MARKER = /^agent-sandbox: pids limit reached: (\d+) forks? refused/m
 
 export async function runOnce(ctx: Context, ws: Workspace, options: RunOptions): Promise<RunResult> {
@@ -79,7 +80,9 @@ export async function runOnce(ctx: Context, ws: Workspace, options: RunOptions):
         void engine.containers
           .stats(created.id)
           .then((s) => {
-            atPidsLimit = s.pidsLimit > 0 && s.pids >= s.pidsLimit - 2
+            // Podman's stats carry no limit: fall back to the one we set.
+            const limit = s.pidsLimit || created.spec.limits.pids || 0
+            atPidsLimit = limit > 0 && s.pids >= limit - 2
           })
           .catch(() => undefined)
           .finally(() => engine.containers.kill(created.id))
@@ -90,7 +93,7 @@ export async function runOnce(ctx: Context, ws: Workspace, options: RunOptions):
     const info = await engine.containers.inspect(created.id)
     if (exitCode === SETUP_FAILED_EXIT && !timedOut) {
       const reason = SETUP_MARKER.exec(tail)?.[1]
-      if (reason && !/pids limit reached/.test(reason)) {
+      if (reason && !/pids limit reached|out of memory/.test(reason)) {
         throw new NotReadyError(`run aborted before the command started: ${reason}`, {hint: 'nothing ran; fix the sandbox set-up (see `agent-sandbox doctor`)'})
       }
     }
@@ -98,7 +101,8 @@ export async function runOnce(ctx: Context, ws: Workspace, options: RunOptions):
       name: created.name,
       exitCode,
       timedOut,
-      oomKilled: info?.oomKilled ?? false,
+      // The engine's flag (Docker), or the sandbox's own count from its memory cgroup (any engine).
+      oomKilled: (info?.oomKilled ?? false) || OOM_MARKER.test(tail),
       pidsLimitHits: Number(PIDS_MARKER.exec(tail)?.[1] ?? 0),
       atPidsLimit,
       kept: Boolean(options.keep),

@@ -15,7 +15,8 @@ export const SANDBOX_USER = 'node'
 export const SHELF_MOUNT = '/repo-shelf'
 
 /** Capabilities the entrypoint needs to install the firewall and renumber `node`. Nothing else. */
-export const FIREWALL_CAPS = ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'KILL', 'NET_ADMIN', 'NET_RAW', 'SETGID', 'SETUID']
+// NET_BIND_SERVICE: the resolver binds port 53 as root (Docker lowers ip_unprivileged_port_start, Podman does not).
+export const FIREWALL_CAPS = ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'KILL', 'NET_ADMIN', 'NET_BIND_SERVICE', 'NET_RAW', 'SETGID', 'SETUID']
 export const BASE_CAPS = ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'KILL', 'SETGID', 'SETUID']
 
 export interface EnvEntry {

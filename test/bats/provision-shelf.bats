@@ -105,8 +105,23 @@ make_origin() {
   run sgit config --get branch.feat.merge
   assert_failure
   assert_equal "$(cat "$WT/feat/README.md")" hello
-  # The agent owns the shelf, its worktrees and the files in them.
-  assert_equal "$(stat -c %u:%g "$AGENT_SANDBOX_SHELF" "$WT" "$WT/feat" "$WT/feat/README.md" | sort -u)" "$AGENT:$AGENT"
+  # The agent owns its worktrees and the files in them; the shelf and repo
+  # directories are root's and sticky (group-writable for the agent), so that
+  # the repository cannot be moved aside and replaced.
+  assert_equal "$(stat -c %u:%g "$WT" "$WT/feat" "$WT/feat/README.md" | sort -u)" "$AGENT:$AGENT"
+  assert_equal "$(stat -c '%U:%g %a' "$AGENT_SANDBOX_SHELF" "$AGENT_SANDBOX_SHELF/repo" | sort -u)" "root:$AGENT 1775"
+}
+
+@test "the agent cannot move the shelf repository or its .git aside" {
+  provision feat
+  assert_success
+  run setpriv --reuid="$AGENT" --regid="$AGENT" --clear-groups mv "$AGENT_SANDBOX_SHELF/repo/.git" "$AGENT_SANDBOX_SHELF/repo/.git-old"
+  assert_failure
+  run setpriv --reuid="$AGENT" --regid="$AGENT" --clear-groups mv "$AGENT_SANDBOX_SHELF/repo" "$AGENT_SANDBOX_SHELF/repo-old"
+  assert_failure
+  run setpriv --reuid="$AGENT" --regid="$AGENT" --clear-groups sh -c "echo x >> '$AGENT_SANDBOX_SHELF/repo/.git/config'"
+  assert_failure
+  [ -d "$AGENT_SANDBOX_SHELF/repo/.git" ]
 }
 
 @test "first run: a host repository owned by someone else than the agent (a root-owned workspace)" {

@@ -47,6 +47,14 @@ describe('paths', () => {
     const ws = await makeWorkspace(`it's "q" $(touch pwned) ü`)
     created.push(ws)
     await initWorkspace(ws)
+    if (process.env.AGENT_SANDBOX_ENGINE === 'podman') {
+      // Podman 4 cannot mount a path with a double quote: refused cleanly, nothing made (docs/podman.md).
+      const refused = await sbx(ws, 'true')
+      expect(refused.exitCode).toBe(2)
+      expect(refused.stderr.trim().split('\n').pop()).toMatch(/^agent-sandbox: error: this engine cannot mount a path that contains a double quote .*\(hint: /)
+      expect((await docker('ps', '-aq', '--filter', `label=dev.agent-sandbox.workspace=${ws}`)).stdout.trim()).toBe('')
+      return
+    }
     const r = await sbx(ws, 'sh', '-c', 'pwd; ls')
     expect(r.exitCode, r.stderr).toBe(0)
     expect(r.stdout).toContain(`/workspace/it's "q" $(touch pwned) ü`)

@@ -75,7 +75,7 @@ describe('run', () => {
   })
 
   it('contains a real fork bomb under --pids-limit, and the host stays responsive', async () => {
-    const r = await cli(['run', ws, '--pids-limit', '64', '--timeout', '8s', '--', 'bash', '-c', 'f() { f | f & }; f'])
+    const r = await cli(['run', ws, '--pids-limit', '64', '--timeout', '8s', '--', 'bash', '-c', 'f() { f | f & }; f; exec sleep 60'])
     expect(r.exitCode).toBe(124)
     expect(r.stderr).toMatch(/pids limit was reached \(the sandbox was at its limit of 64 processes\)/)
     const host = await execa('sh', ['-c', 'echo alive'])

@@ -7,8 +7,7 @@
  * `statusCode` (with the engine's message), a connection failure keeps its
  * errno `code`, so that classifyEngineError treats both alike.
  */
-import {Agent, request, type IncomingMessage, type OutgoingHttpHeaders, type RequestOptions} from 'node:http'
-import {Agent as HttpsAgent, request as httpsRequest} from 'node:https'
+import {Agent, request, type ClientRequest, type IncomingMessage, type OutgoingHttpHeaders, type RequestOptions} from 'node:http'
 import {readFileSync} from 'node:fs'
 import type {Duplex, Readable} from 'node:stream'
 import type {Endpoint} from './endpoint.js'
@@ -59,14 +58,30 @@ function certs(): {ca?: Buffer; cert?: Buffer; key?: Buffer} {
   return {ca: read('ca.pem'), cert: read('cert.pem'), key: read('key.pem')}
 }
 
-export class EngineApi {
-  /** Keep-alive for the JSON calls (one connection serves a command's round-trips); streams get their own. */
-  private readonly agent: Agent
-  private readonly https: boolean
+interface Transport {
+  request(options: RequestOptions): ClientRequest
+  /** Keep-alive, for the JSON calls: one connection serves a command's round-trips. */
+  shared: Agent
+  /** A connection of its own, for a stream that lasts as long as a process. */
+  fresh(): Agent
+}
 
-  constructor(private readonly endpoint: HttpEndpoint) {
-    this.https = endpoint.kind === 'http' && endpoint.protocol === 'https'
-    this.agent = this.https ? new HttpsAgent({keepAlive: true, ...certs()}) : new Agent({keepAlive: true})
+export class EngineApi {
+  private transport?: Promise<Transport>
+
+  constructor(private readonly endpoint: HttpEndpoint) {}
+
+  /** node:http, or node:https (loaded only for a TLS endpoint: it costs start-up time). */
+  private getTransport(): Promise<Transport> {
+    this.transport ??= (async () => {
+      if (this.endpoint.kind === 'http' && this.endpoint.protocol === 'https') {
+        const https = await import('node:https')
+        const tls = certs()
+        return {request: https.request, shared: new https.Agent({keepAlive: true, ...tls}), fresh: () => new https.Agent({keepAlive: false, ...tls})}
+      }
+      return {request, shared: new Agent({keepAlive: true}), fresh: () => new Agent({keepAlive: false})}
+    })()
+    return this.transport
   }
 
   private options(method: string, path: string, headers: OutgoingHttpHeaders, agent: Agent): RequestOptions {
@@ -75,13 +90,9 @@ export class EngineApi {
     return {...base, socketPath: this.endpoint.socketPath}
   }
 
-  /** A connection of its own, for a stream that lasts as long as a process. */
-  private freshAgent(): Agent {
-    return this.https ? new HttpsAgent({keepAlive: false, ...certs()}) : new Agent({keepAlive: false})
-  }
-
   /** Send a request; resolves with the response (any status) or, for `upgrade`, the hijacked socket. */
-  private send(method: string, path: string, options: CallOptions & {stream?: boolean; upgrade?: boolean} = {}): Promise<IncomingMessage | Upgraded> {
+  private async send(method: string, path: string, options: CallOptions & {stream?: boolean; upgrade?: boolean} = {}): Promise<IncomingMessage | Upgraded> {
+    const transport = await this.getTransport()
     const body = options.body === undefined ? undefined : Buffer.from(JSON.stringify(options.body))
     const headers: OutgoingHttpHeaders = {}
     if (body) {
@@ -92,8 +103,8 @@ export class EngineApi {
       headers.Connection = 'Upgrade'
       headers.Upgrade = 'tcp'
     }
-    const agent = options.stream || options.upgrade ? this.freshAgent() : this.agent
-    const req = (this.https ? httpsRequest : request)(this.options(method, path + queryString(options.query), headers, agent))
+    const agent = options.stream || options.upgrade ? transport.fresh() : transport.shared
+    const req = transport.request(this.options(method, path + queryString(options.query), headers, agent))
     return new Promise((resolve, reject) => {
       req.on('error', reject)
       req.on('response', resolve)

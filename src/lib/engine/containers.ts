@@ -2,6 +2,7 @@
 import type Dockerode from 'dockerode'
 import type {ContainerCreateOptions, ContainerInspectInfo} from 'dockerode'
 import {PassThrough, type Readable} from 'node:stream'
+import {UsageError} from '../errors.js'
 import {demultiplex, type EngineApi} from './api.js'
 import type {ContainerInfo, ContainerSummary, ExecResult, MountSpec} from './types.js'
 
@@ -64,8 +65,12 @@ export class DockerodeContainers implements ContainerClient {
   }
 
   async create(options: ContainerCreateOptions): Promise<string> {
-    const container = await this.docker.createContainer(options)
-    return container.id
+    try {
+      const container = await this.docker.createContainer(options)
+      return container.id
+    } catch (error) {
+      throw createError(error)
+    }
   }
 
   async start(id: string): Promise<void> {
@@ -200,8 +205,12 @@ export class ApiContainers implements ContainerClient {
 
   async create(options: ContainerCreateOptions): Promise<string> {
     const {name, ...body} = options
-    const created = await this.api.json<{Id: string}>('POST', '/containers/create', {query: {name}, body})
-    return created.Id
+    try {
+      const created = await this.api.json<{Id: string}>('POST', '/containers/create', {query: {name}, body})
+      return created.Id
+    } catch (error) {
+      throw createError(error)
+    }
   }
 
   async start(id: string): Promise<void> {
@@ -296,6 +305,17 @@ export class ApiContainers implements ContainerClient {
     ).catch(() => undefined)
     return {ended}
   }
+}
+
+/** Podman 4 re-parses mount specs as CSV and chokes on a double quote in a path. */
+function createError(error: unknown): unknown {
+  if (/bare " in non-quoted-field|parse error on line \d+, column \d+/.test(String((error as Error)?.message))) {
+    return new UsageError('this engine cannot mount a path that contains a double quote (")', {
+      cause: error,
+      hint: 'rename the directory, or use Docker, which accepts such paths',
+    })
+  }
+  return error
 }
 
 export function isNotFound(error: unknown): boolean {

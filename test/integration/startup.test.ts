@@ -1,0 +1,86 @@
+/**
+ * Start-up cost guards (docs/PERFORMANCE.md): which modules a command loads.
+ * A tiny loader records every module node resolves (ESM hooks, and CJS
+ * require) while the built CLI runs; the heavy ones must stay out of the
+ * commands that do not need them. No timings here: speed is the benchmark's.
+ */
+import {execa} from 'execa'
+import {mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {pathToFileURL} from 'node:url'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {BIN, REPO} from './helpers.js'
+
+let dir: string
+let register: string
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'agent-sandbox-startup-'))
+  writeFileSync(
+    join(dir, 'hooks.mjs'),
+    `import {appendFileSync} from 'node:fs'
+export async function resolve(specifier, context, next) {
+  const result = await next(specifier, context)
+  appendFileSync(process.env.AGENT_SANDBOX_LOAD_LOG, result.url + '\\n')
+  return result
+}
+`,
+  )
+  writeFileSync(
+    join(dir, 'register.mjs'),
+    `import Module, {register} from 'node:module'
+import {appendFileSync} from 'node:fs'
+register(${JSON.stringify(pathToFileURL(join(dir, 'hooks.mjs')).href)})
+const resolveFilename = Module._resolveFilename
+Module._resolveFilename = function (...args) {
+  const file = resolveFilename.apply(this, args)
+  appendFileSync(process.env.AGENT_SANDBOX_LOAD_LOG, file + '\\n')
+  return file
+}
+`,
+  )
+  register = pathToFileURL(join(dir, 'register.mjs')).href
+})
+
+afterAll(() => {
+  rmSync(dir, {recursive: true, force: true})
+})
+
+/** Run the CLI with the loader; resolves with its output and the modules it loaded. */
+async function loaded(args: string[]): Promise<{stdout: string; exitCode: number; modules: string[]}> {
+  const log = join(dir, `load-${args.join('_').replace(/\W/g, '')}.log`)
+  writeFileSync(log, '')
+  const r = await execa('node', ['--import', register, BIN, ...args], {cwd: REPO, env: {AGENT_SANDBOX_LOAD_LOG: log}, reject: false, stdin: 'ignore'})
+  return {stdout: r.stdout, exitCode: r.exitCode ?? -1, modules: readFileSync(log, 'utf8').split('\n').filter(Boolean)}
+}
+
+const HEAVY = /node_modules\/(dockerode|docker-modem|ssh2|@grpc|protobufjs|execa|@inquirer|ora)\//
+
+describe('start-up', () => {
+  it('--version prints oclif\'s own version line without loading oclif at all', async () => {
+    const {Config} = await import('@oclif/core')
+    const config = await Config.load(REPO)
+    const r = await loaded(['--version'])
+    expect(r.exitCode).toBe(0)
+    expect(r.stdout).toBe(config.userAgent)
+    expect(r.modules.filter((m) => m.includes('/node_modules/'))).toEqual([])
+  })
+
+  it('--help loads oclif but no engine client, subprocess library or prompt', async () => {
+    const r = await loaded(['--help'])
+    expect(r.exitCode).toBe(0)
+    expect(r.stdout).toMatch(/USAGE/)
+    // The loader sees oclif (so an empty list below would not mean a blind loader).
+    expect(r.modules.some((m) => m.includes('node_modules/@oclif/core/'))).toBe(true)
+    expect(r.modules.filter((m) => HEAVY.test(m))).toEqual([])
+  })
+
+  it('list talks to a local engine without loading dockerode or execa', async () => {
+    const r = await loaded(['list', '--json'])
+    expect(r.exitCode).toBe(0)
+    expect(Array.isArray(JSON.parse(r.stdout))).toBe(true)
+    expect(r.modules.some((m) => m.includes('/dist/lib/engine/api.js'))).toBe(true)
+    expect(r.modules.filter((m) => HEAVY.test(m))).toEqual([])
+  })
+})

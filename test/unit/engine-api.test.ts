@@ -1,0 +1,170 @@
+import {createServer, type IncomingMessage, type Server, type ServerResponse} from 'node:http'
+import {mkdtempSync, rmSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {PassThrough} from 'node:stream'
+import type {Duplex} from 'node:stream'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {EngineApi, EngineApiError, demultiplex, queryString} from '../../src/lib/engine/api.js'
+import {ApiContainers, isNotFound} from '../../src/lib/engine/containers.js'
+import {ApiVolumes} from '../../src/lib/engine/volumes.js'
+
+function frame(stream: 1 | 2, text: string): Buffer {
+  const body = Buffer.from(text, 'utf8')
+  const header = Buffer.alloc(8)
+  header[0] = stream
+  header.writeUInt32BE(body.length, 4)
+  return Buffer.concat([header, body])
+}
+
+interface Seen {
+  method: string
+  url: string
+  body: string
+}
+
+/** A stand-in engine on a unix socket: enough of the API for the calls under test. */
+let server: Server
+let dir: string
+let socketPath: string
+const seen: Seen[] = []
+
+async function body(req: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = []
+  for await (const c of req) chunks.push(c as Buffer)
+  return Buffer.concat(chunks).toString('utf8')
+}
+
+function json(res: ServerResponse, status: number, value?: unknown): void {
+  if (value === undefined) {
+    res.writeHead(status).end()
+    return
+  }
+  res.writeHead(status, {'Content-Type': 'application/json'}).end(JSON.stringify(value))
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'engine-api-'))
+  socketPath = join(dir, 'engine.sock')
+  server = createServer(async (req, res) => {
+    const text = await body(req)
+    seen.push({method: req.method ?? '', url: req.url ?? '', body: text})
+    const url = req.url ?? ''
+    if (url === '/containers/missing/json') return json(res, 404, {message: 'No such container: missing'})
+    if (url === '/containers/box/json') return json(res, 200, {Id: 'abc', Name: '/box', Config: {Image: 'img', Labels: {a: 'b'}}, Image: 'sha', State: {Running: true, Status: 'running'}, HostConfig: {}, Mounts: []})
+    if (url.startsWith('/containers/json')) return json(res, 200, [{Id: 'abc', Names: ['/box'], Image: 'img', State: 'running', Status: 'Up', Labels: null}])
+    if (url === '/containers/abc/start') return json(res, 304)
+    if (url === '/containers/abc/exec') return json(res, 201, {Id: JSON.parse(text).AttachStdin ? 'e2' : 'e1'})
+    if (url === '/exec/e1/start') {
+      // Split a frame across writes, as the engine's stream may.
+      const out = Buffer.concat([frame(1, 'hello '), frame(2, 'warn\n'), frame(1, 'world\n')])
+      res.writeHead(200, {'Content-Type': 'application/vnd.docker.raw-stream'})
+      res.write(out.subarray(0, 5))
+      res.write(out.subarray(5, 17))
+      res.end(out.subarray(17))
+      return
+    }
+    if (url === '/exec/e1/json' || url === '/exec/e2/json') return json(res, 200, {ExitCode: url.includes('e1') ? 3 : 0})
+    if (url === '/volumes/create') return json(res, 201, {Name: JSON.parse(text).Name, Labels: JSON.parse(text).Labels, Mountpoint: '/m'})
+    if (url === '/volumes/newvol') return json(res, 404, {message: 'get newvol: no such volume'})
+    return json(res, 500, {message: `unexpected ${req.method} ${url}`})
+  })
+  // Exec with stdin: the engine upgrades the connection and echoes stdin back once it ends.
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex) => {
+    seen.push({method: req.method ?? '', url: req.url ?? '', body: ''})
+    socket.write('HTTP/1.1 101 UPGRADED\r\nContent-Type: application/vnd.docker.raw-stream\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n')
+    const input: Buffer[] = []
+    socket.on('data', (c: Buffer) => input.push(c))
+    socket.on('end', () => {
+      socket.end(frame(1, `got: ${Buffer.concat(input).toString('utf8')}`))
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(socketPath, resolve))
+})
+
+afterAll(async () => {
+  await new Promise((resolve) => server.close(resolve))
+  rmSync(dir, {recursive: true, force: true})
+})
+
+const api = () => new EngineApi({kind: 'socket', socketPath, dockerHost: `unix://${socketPath}`})
+
+describe('EngineApi', () => {
+  it('encodes a query, leaving out undefined values', () => {
+    expect(queryString({all: true, t: 3, name: 'a b', skip: undefined})).toBe('?all=true&t=3&name=a+b')
+    expect(queryString({})).toBe('')
+  })
+
+  it('maps an engine error to statusCode and the engine message, like dockerode', async () => {
+    const error = await api()
+      .json('GET', '/containers/missing/json')
+      .catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(EngineApiError)
+    expect(isNotFound(error)).toBe(true)
+    expect((error as Error).message).toBe('(HTTP code 404) No such container: missing (GET /containers/missing/json)')
+  })
+
+  it('keeps the errno code of a connection failure, without a statusCode', async () => {
+    const gone = new EngineApi({kind: 'socket', socketPath: join(dir, 'nothing.sock'), dockerHost: 'unix:///x'})
+    const error = (await gone.json('GET', '/_ping').catch((e: unknown) => e)) as {code?: string; statusCode?: number}
+    expect(error.code).toBe('ENOENT')
+    expect(error.statusCode).toBeUndefined()
+  })
+})
+
+describe('ApiContainers and ApiVolumes against a stand-in engine', () => {
+  it('inspects, treats 404 as missing, and lists with label filters', async () => {
+    const containers = new ApiContainers(api())
+    expect((await containers.inspect('box'))?.labels).toEqual({a: 'b'})
+    expect(await containers.inspect('missing')).toBeUndefined()
+    const rows = await containers.list({'dev.agent-sandbox.managed': 'true'})
+    expect(rows).toEqual([{id: 'abc', name: 'box', image: 'img', state: 'running', status: 'Up', labels: {}}])
+    const call = seen.find((s) => s.url.startsWith('/containers/json'))
+    expect(decodeURIComponent(call?.url ?? '')).toBe('/containers/json?all=true&filters={"label":["dev.agent-sandbox.managed=true"]}')
+  })
+
+  it('treats 304 on start as already started', async () => {
+    await expect(new ApiContainers(api()).start('abc')).resolves.toBeUndefined()
+  })
+
+  it('runs an exec: demultiplexes its output (frames split across writes) and returns its exit code', async () => {
+    const chunks: string[] = []
+    const result = await new ApiContainers(api()).exec('abc', ['sh', '-c', 'x'], {user: 'node', onStdout: (c) => chunks.push(c.toString())})
+    expect(result).toEqual({exitCode: 3, stdout: 'hello world\n', stderr: 'warn\n'})
+    expect(chunks.join('')).toBe('hello world\n')
+    const create = seen.find((s) => s.url === '/containers/abc/exec')
+    expect(JSON.parse(create?.body ?? '{}')).toMatchObject({Cmd: ['sh', '-c', 'x'], User: 'node', AttachStdin: false, AttachStdout: true})
+  })
+
+  it('runs an exec with stdin over an upgraded connection, ending stdin so the process sees end of file', async () => {
+    const stdinServer = seen.length
+    const containers = new ApiContainers(api())
+    const result = await containers.exec('abc', ['cat'], {stdin: 'some input'})
+    expect(result).toEqual({exitCode: 0, stdout: 'got: some input', stderr: ''})
+    expect(seen.slice(stdinServer).some((s) => s.url === '/exec/e2/start')).toBe(true)
+  })
+
+  it('creates a missing volume with its labels', async () => {
+    const info = await new ApiVolumes(api()).ensure('newvol', {'dev.agent-sandbox.managed': 'true'})
+    expect(info).toEqual({name: 'newvol', labels: {'dev.agent-sandbox.managed': 'true'}, mountpoint: '/m'})
+  })
+})
+
+describe('demultiplex', () => {
+  it('routes frames to stdout and stderr across chunk boundaries, and resolves at the end', async () => {
+    const stream = new PassThrough()
+    const out: string[] = []
+    const err: string[] = []
+    const done = demultiplex(
+      stream,
+      (c) => out.push(c.toString()),
+      (c) => err.push(c.toString()),
+    )
+    const bytes = Buffer.concat([frame(1, 'a'), frame(2, 'b'), frame(1, 'cd')])
+    for (const byte of bytes) stream.write(Buffer.from([byte]))
+    stream.end()
+    await done
+    expect(out.join('')).toBe('acd')
+    expect(err.join('')).toBe('b')
+  })
+})
