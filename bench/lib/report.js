@@ -39,7 +39,7 @@ export function verdict(row) {
 
 /** @param {Row} row */
 function targetText(row) {
-  if (row.targetDiffMs !== undefined) return `+≤ ${row.targetDiffMs} ms`
+  if (row.targetDiffMs !== undefined) return `≤ +${row.targetDiffMs} ms`
   return row.target === undefined ? '' : `≤ ${row.target}×`
 }
 
@@ -53,7 +53,7 @@ export function markdownTable(rows, peakKiB) {
     const ratio = r.ratio === undefined ? '–' : `${r.ratio.toFixed(2)}×${r.diffMs === undefined ? '' : ` (+${Math.round(r.diffMs)} ms)`}`
     const a = r.a ? `${ms(r.a.min)} / **${ms(r.a.median)}** / ${ms(r.a.max)}` : '–'
     const b = r.b ? `${ms(r.b.min)} / **${ms(r.b.median)}** / ${ms(r.b.max)}` : '–'
-    const title = r.note ? `${r.title} (${r.note})` : r.title
+    const title = r.note ? `${r.title}: ${r.note}` : r.title
     const result = r.error ? `FAILED: ${r.error.replaceAll('|', '\\|').slice(0, 120)}` : verdict(r)
     out.push(`| ${title} | ${r.ours} | ${r.base} | ${a} | ${b} | ${ratio} | ${targetText(r)} | ${result} | ${mib(r.rssKiB)} |`)
   }
@@ -79,6 +79,12 @@ export function textTable(rows, peakKiB) {
   return [head, ...body].map((row) => row.map((c, i) => c.padEnd(widths[i])).join('  ')).join('\n')
 }
 
+/** @param {Row[]} rows @param {number} runs */
+function fewer(rows, runs) {
+  const less = rows.filter((r) => r.runs < runs)
+  return less.length ? ` (${less.map((r) => `${r.runs} for ${r.key}`).join(', ')})` : ''
+}
+
 const BEGIN = '<!-- bench:begin (written by `npm run bench`; do not edit by hand) -->'
 const END = '<!-- bench:end -->'
 
@@ -86,7 +92,7 @@ const END = '<!-- bench:end -->'
 export function writeDoc(path, {rows, peakKiB, info, command, runs, warmup, startedAt, seconds}) {
   const block = [
     BEGIN,
-    `Last full run: ${startedAt.toISOString().replace(/\.\d+Z$/, 'Z')}, ${Math.round(seconds)} s in all; ${warmup} warm-up + ${runs} measured runs per arm (the provisioning rows: see the table's note), A/B alternating (ABBA).`,
+    `Last full run: ${startedAt.toISOString().replace(/\.\d+Z$/, 'Z')}, ${Math.round(seconds)} s in all; ${warmup} warm-up + ${runs} measured pairs per scenario${fewer(rows, runs)}, A/B alternating (ABBA).`,
     '',
     `Machine: ${info.cores} cores (${info.cpu}), ${info.memoryGiB} GiB memory, kernel ${info.kernel}, node ${info.node}, engine ${info.engine}, git ${info.git}; load average at the start ${info.load}.`,
     '',

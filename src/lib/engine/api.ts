@@ -9,7 +9,7 @@
  */
 import {Agent, request, type ClientRequest, type IncomingMessage, type OutgoingHttpHeaders, type RequestOptions} from 'node:http'
 import {readFileSync} from 'node:fs'
-import type {Duplex, Readable} from 'node:stream'
+import {Duplex, type Readable} from 'node:stream'
 import type {Endpoint} from './endpoint.js'
 
 export class EngineApiError extends Error {
@@ -45,7 +45,8 @@ export function queryString(query: Query | undefined): string {
   return text ? `?${text}` : ''
 }
 
-function certs(): {ca?: Buffer; cert?: Buffer; key?: Buffer} {
+/** The client certificates of DOCKER_CERT_PATH (ca.pem, cert.pem, key.pem), where present. */
+export function certs(): {ca?: Buffer; cert?: Buffer; key?: Buffer} {
   const certPath = process.env.DOCKER_CERT_PATH
   if (!certPath) return {}
   const read = (name: string) => {
@@ -164,7 +165,9 @@ export class EngineApi {
     const result = await this.send(method, path, {...options, upgrade: true})
     if (!('upgraded' in result)) {
       if ((result.statusCode ?? 0) >= 300) return EngineApi.fail(result, method, path)
-      return result as unknown as Duplex // an engine that answers 200 without upgrading still streams the output
+      // An engine that answers 200 without upgrading has still hijacked the connection:
+      // input goes to the socket, output comes as the response body.
+      return Duplex.from({readable: result, writable: result.socket})
     }
     if (result.head.length) result.socket.unshift(result.head)
     return result.socket

@@ -2,9 +2,9 @@
  * Builds the one dockerode client for this process and classifies failures to
  * reach it. dockerode is imported lazily so that --help and --version never load it.
  */
-import {readFileSync} from 'node:fs'
 import type Dockerode from 'dockerode'
 import {EngineError} from '../errors.js'
+import {certs} from './api.js'
 import type {Endpoint} from './endpoint.js'
 
 export async function createDockerode(endpoint: Endpoint): Promise<Dockerode> {
@@ -21,17 +21,7 @@ export async function createDockerode(endpoint: Endpoint): Promise<Dockerode> {
 }
 
 function tlsOptions(endpoint: Endpoint): {ca?: Buffer; cert?: Buffer; key?: Buffer} {
-  if (endpoint.kind !== 'http' || endpoint.protocol !== 'https') return {}
-  const certPath = process.env.DOCKER_CERT_PATH
-  if (!certPath) return {}
-  const read = (name: string) => {
-    try {
-      return readFileSync(`${certPath}/${name}`)
-    } catch {
-      return undefined
-    }
-  }
-  return {ca: read('ca.pem'), cert: read('cert.pem'), key: read('key.pem')}
+  return endpoint.kind === 'http' && endpoint.protocol === 'https' ? certs() : {}
 }
 
 const where = (endpoint: Endpoint) => (endpoint.kind === 'socket' || endpoint.kind === 'pipe' ? endpoint.socketPath : endpoint.dockerHost)
