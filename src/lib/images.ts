@@ -165,7 +165,9 @@ export async function buildBase(engine: Engine, options: BuildBaseOptions): Prom
 
 /** Run a build with its output streamed to stderr; a failure carries the engine's own message. */
 async function streamBuild(engine: Engine, args: string[], image: string): Promise<void> {
-  const result = await engine.cli.run(args, {streamToStderr: true, allowFailure: true, env: {DOCKER_CLI_HINTS: 'false'}})
+  // --force-rm: the classic builder otherwise leaves the failed step's container behind.
+  const [verb, ...rest] = args
+  const result = await engine.cli.run([verb, '--force-rm', ...rest], {streamToStderr: true, allowFailure: true, env: {DOCKER_CLI_HINTS: 'false'}})
   if (result.exitCode !== 0) {
     const lines = `${result.stdout}\n${result.stderr}`.split('\n').map((l) => l.trim())
     const reason =

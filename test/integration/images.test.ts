@@ -103,6 +103,8 @@ describe('build-base', () => {
       const last = r.stderr.trim().split('\n').pop()
       expect(last).toMatch(/building agent-sandbox-base:it-broken failed: .*(no such file|returned a non-zero code|executable file not found)/i)
       expect((await docker('image', 'inspect', 'agent-sandbox-base:it-broken')).exitCode).not.toBe(0)
+      // Nothing half-made: the failed step's container is gone too.
+      expect((await docker('ps', '-aq', '--filter', `ancestor=${empty}`)).stdout.trim()).toBe('')
     } finally {
       await docker('rmi', '-f', empty)
     }
