@@ -116,29 +116,25 @@ setup_network() {
   esac
 }
 
-# How many forks the pids cgroup has refused so far (cgroup v2, then v1).
-pids_refused() {
-  local file
-  for file in "${AGENT_SANDBOX_CGROUP_DIR:-/sys/fs/cgroup}/pids.events" "${AGENT_SANDBOX_CGROUP_DIR:-/sys/fs/cgroup}/pids/pids.events"; do
+# cgroup_count KEY FILE...: the value of the "KEY N" line in the first
+# readable cgroup file (v2 first, then v1), or 0.
+cgroup_count() {
+  local key="$1" file
+  shift
+  for file in "$@"; do
     if [[ -r "$file" ]]; then
-      awk '$1 == "max" { print $2; found = 1 } END { if (!found) print 0 }' "$file"
+      awk -v key="$key" '$1 == key { print $2; found = 1 } END { if (!found) print 0 }' "$file"
       return
     fi
   done
   echo 0
 }
 
-# How many processes the memory cgroup's OOM killer has killed (v2, then v1).
-oom_kills() {
-  local dir="${AGENT_SANDBOX_CGROUP_DIR:-/sys/fs/cgroup}" file
-  for file in "$dir/memory.events" "$dir/memory/memory.oom_control"; do
-    if [[ -r "$file" ]]; then
-      awk '$1 == "oom_kill" { print $2; found = 1 } END { if (!found) print 0 }' "$file"
-      return
-    fi
-  done
-  echo 0
-}
+CGROUP="${AGENT_SANDBOX_CGROUP_DIR:-/sys/fs/cgroup}"
+# How many forks the pids cgroup has refused so far.
+pids_refused() { cgroup_count max "$CGROUP/pids.events" "$CGROUP/pids/pids.events"; }
+# How many processes the memory cgroup's OOM killer has killed.
+oom_kills() { cgroup_count oom_kill "$CGROUP/memory.events" "$CGROUP/memory/memory.oom_control"; }
 
 # One-shot mode: run CMD as node, pass signals on, and say if the pids limit bit.
 run_command() {

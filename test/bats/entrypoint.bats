@@ -363,3 +363,23 @@ chown -R node:node $AGENT_SANDBOX_USER_HOME/.codex"
   run grep -c '^chown' "$STUB_LOG"
   assert_output 0
 }
+
+@test "with a CMD: forks refused and OOM kills during the command are reported (cgroup v1 and v2 files)" {
+  export AGENT_SANDBOX_CGROUP_DIR="$TEST_TMP/cgroup"
+  mkdir -p "$AGENT_SANDBOX_CGROUP_DIR/pids"
+  printf 'max 2\n' > "$AGENT_SANDBOX_CGROUP_DIR/pids/pids.events"
+  printf 'low 0\noom 1\noom_kill 1\n' > "$AGENT_SANDBOX_CGROUP_DIR/memory.events"
+  # The "command" hits both limits while it runs, then fails as a killed process would.
+  stub setpriv "printf 'max 9\n' > '$AGENT_SANDBOX_CGROUP_DIR/pids/pids.events'; printf 'oom_kill 3\n' > '$AGENT_SANDBOX_CGROUP_DIR/memory.events'; exit 137"
+  run --separate-stderr "$SCRIPT" make
+  assert_equal "$status" 137
+  assert_equal "$stderr" 'agent-sandbox: out of memory: 2 processes killed
+agent-sandbox: pids limit reached: 7 forks refused'
+}
+
+@test "with a CMD: nothing is reported when no limit was hit, or no cgroup file is readable" {
+  export AGENT_SANDBOX_CGROUP_DIR="$TEST_TMP/no-cgroup"
+  run --separate-stderr "$SCRIPT" true
+  assert_success
+  assert_equal "$stderr" ''
+}
