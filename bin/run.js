@@ -4,6 +4,7 @@ import {arch, platform, release} from 'node:os'
 
 // `shell` is the default command: `agent-sandbox` and `agent-sandbox <dir>` open a shell.
 const argv = process.argv.slice(2)
+const FAST_PATH = new Set(['build', 'checkout', 'exec', 'list', 'shell'])
 if (argv.length === 0 || /^(\.|\/|~)/.test(argv[0])) argv.unshift('shell')
 
 // `--version` answers without loading oclif (most of our start-up time; docs/PERFORMANCE.md).
@@ -12,11 +13,20 @@ if (argv.length === 0 || /^(\.|\/|~)/.test(argv[0])) argv.unshift('shell')
 if (argv[0] === '--version' && !(platform() === 'linux' && /microsoft/i.test(release() + safeRead('/proc/version')))) {
   const pjson = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'))
   process.stdout.write(`${pjson.name}/${pjson.version} ${platform()}-${arch() === 'ia32' ? 'x86' : arch()} node-${process.version}\n`)
-} else {
+} else if (!(FAST_PATH.has(argv[0]) && (await runFastPath(argv)))) {
   // oclif warns when node does not satisfy *its* engines range, which loads semver
   // (~50 modules) on every start; ours (package.json engines) is stricter anyway.
   const {execute} = await withEnv('OCLIF_DISABLE_ENGINE_WARNING', '1', () => import('@oclif/core'))
   await execute({args: argv, dir: import.meta.url})
+}
+
+// build, checkout, exec, list and shell run without oclif when their command line is one the fast
+// path understands (src/cli/fast.ts); anything else falls through to oclif.
+async function runFastPath(args) {
+  const {runFast} = await import('../dist/cli/fast.js')
+  const code = await runFast(args)
+  if (code === undefined) return false
+  process.exit(code)
 }
 
 function safeRead(path) {

@@ -6,7 +6,7 @@ import {Command, Errors, Flags, type Interfaces} from '@oclif/core'
 import type {Engine} from '../lib/engine/index.js'
 import {ExitCode, isSandboxError} from '../lib/errors.js'
 import type {Reporter} from '../lib/reporter.js'
-import {makeReporter, redact} from './output.js'
+import {makeReporter, redact, reportFailure} from './output.js'
 
 export abstract class BaseCommand extends Command {
   static override baseFlags = {
@@ -44,12 +44,7 @@ export abstract class BaseCommand extends Command {
   protected override async catch(error: Interfaces.CommandError): Promise<unknown> {
     // this.exit(n) is an ExitError: the command chose its exit code (e.g. exec passing one through).
     if (error instanceof Errors.ExitError) return super.catch(error)
-    if (isSandboxError(error)) {
-      const hint = error.hint ? ` (hint: ${error.hint})` : ''
-      process.stderr.write(`agent-sandbox: error: ${redact(error.message, this.secrets)}${redact(hint, this.secrets)}\n`)
-      if (process.env.AGENT_SANDBOX_DEBUG && error.cause) console.error(error.cause)
-      return this.exit(error.exitCode)
-    }
+    if (isSandboxError(error)) return this.exit(reportFailure(error, this.secrets))
     if (error instanceof Errors.CLIError) {
       // oclif's own parse errors: unknown flags, bad option values, missing arguments.
       const message = error.message
@@ -61,8 +56,6 @@ export abstract class BaseCommand extends Command {
       process.stderr.write(`agent-sandbox: error: ${message} (hint: see --help)\n`)
       return this.exit(ExitCode.usage)
     }
-    process.stderr.write(`agent-sandbox: error: ${redact(error.message, this.secrets)}\n`)
-    if (process.env.AGENT_SANDBOX_DEBUG) console.error(error)
-    return this.exit(ExitCode.failure)
+    return this.exit(reportFailure(error, this.secrets))
   }
 }

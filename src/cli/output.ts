@@ -1,4 +1,5 @@
 /** stderr progress (ora spinners on a TTY, plain lines otherwise) and secret masking. */
+import {ExitCode, isSandboxError} from '../lib/errors.js'
 import type {Reporter} from '../lib/reporter.js'
 
 export function redact(text: string, secrets: readonly string[]): string {
@@ -8,6 +9,22 @@ export function redact(text: string, secrets: readonly string[]): string {
     if (secret.length >= 4) out = out.split(secret).join('***')
   }
   return out
+}
+
+/**
+ * A failure as the user sees it: one line on stderr and an exit code.
+ * SandboxErrors carry both (and a hint); anything else is an unexpected failure.
+ */
+export function reportFailure(error: Error, secrets: readonly string[]): number {
+  if (isSandboxError(error)) {
+    const hint = error.hint ? ` (hint: ${error.hint})` : ''
+    process.stderr.write(`agent-sandbox: error: ${redact(error.message, secrets)}${redact(hint, secrets)}\n`)
+    if (process.env.AGENT_SANDBOX_DEBUG && error.cause) console.error(error.cause)
+    return error.exitCode
+  }
+  process.stderr.write(`agent-sandbox: error: ${redact(error.message, secrets)}\n`)
+  if (process.env.AGENT_SANDBOX_DEBUG) console.error(error)
+  return ExitCode.failure
 }
 
 export function makeReporter(secrets: () => readonly string[]): Reporter {

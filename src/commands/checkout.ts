@@ -1,7 +1,7 @@
 import {Args, Flags} from '@oclif/core'
 import {BaseCommand} from '../cli/base.js'
 import {baseTagFlag} from '../cli/flags.js'
-import {provisionBranch} from '../lib/shelf.js'
+import {describeCheckout, provisionBranch} from '../lib/shelf.js'
 import {resolveWorkspace} from '../lib/workspace.js'
 
 export default class Checkout extends BaseCommand {
@@ -21,6 +21,6 @@ export default class Checkout extends BaseCommand {
     const engine = await this.engine(flags)
     const result = await provisionBranch(engine, ws, args.branch, {baseTag: flags['base-tag'], reporter: this.reporter})
     if (flags.json) return this.outJson(result)
-    this.out(`${result.worktree} (${result.source}; origin ${result.origin})`)
+    this.out(describeCheckout(result))
   }
 }

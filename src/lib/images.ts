@@ -6,11 +6,13 @@ import {cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writ
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {baseImageDir} from './assets.js'
+import {loadSettings} from './config/load.js'
+import {BUILD_KEY_LABEL, buildKey, externalImages, readBuildContext} from './build-key.js'
 import type {Engine} from './engine/index.js'
 import {BuildError, CommandFailedError, ImageMissingError, UsageError} from './errors.js'
 import {run} from './proc.js'
 import {silentReporter, type Reporter} from './reporter.js'
-import {Labels, Names, type Workspace} from './workspace.js'
+import {Labels, Names, requireInitialised, type Workspace} from './workspace.js'
 
 export const TOOLS = {
   claudeCode: {pkg: '@anthropic-ai/claude-code', arg: 'CLAUDE_CODE_VERSION'},
@@ -180,11 +182,43 @@ async function streamBuild(engine: Engine, args: string[], image: string): Promi
 
 export interface BuildRepoOptions {
   baseTag: string
+  /** Build every step again, even when nothing has changed. */
+  noCache?: boolean
   reporter?: Reporter
+}
+
+/**
+ * The base tag a workspace's image is built on (flag > env > config > default),
+ * after checking the workspace is set up: both before any engine call, so a
+ * bad workspace is reported as such even when the engine is down.
+ */
+export function workspaceBaseTag(ws: Workspace, flag?: string): string {
+  requireInitialised(ws)
+  return loadSettings({workspacePath: ws.path, flags: flag ? {baseTag: flag} : undefined}).settings.baseTag
 }
 
 export function repoDockerfileDir(ws: Workspace): string {
   return join(ws.path, '.agent-sandbox')
+}
+
+/** The build's key (build-key.ts), or undefined when its inputs cannot be known. */
+async function currentBuildKey(engine: Engine, dir: string, args: string[], buildArgs: Record<string, string>): Promise<string | undefined> {
+  let refs: string[] | undefined
+  let context
+  try {
+    refs = externalImages(readFileSync(join(dir, 'Dockerfile'), 'utf8'), buildArgs)
+    context = readBuildContext(dir)
+  } catch {
+    return undefined // unreadable: the build itself reports it
+  }
+  if (!refs) return undefined
+  const imageIds: Record<string, string> = {}
+  for (const ref of refs) {
+    const found = await engine.images.inspect(ref)
+    if (!found) return undefined
+    imageIds[ref] = found.id
+  }
+  return buildKey({args, context, imageIds})
 }
 
 export async function ensureBaseImage(engine: Engine, baseTag: string): Promise<void> {
@@ -195,28 +229,36 @@ export async function ensureBaseImage(engine: Engine, baseTag: string): Promise<
 }
 
 export async function buildRepoImage(engine: Engine, ws: Workspace, options: BuildRepoOptions): Promise<string> {
+  const reporter = options.reporter ?? silentReporter
   const dir = repoDockerfileDir(ws)
   if (!existsSync(join(dir, 'Dockerfile'))) {
     throw new ImageMissingError(`no .agent-sandbox/Dockerfile in ${ws.path}`, {hint: `run: agent-sandbox init ${JSON.stringify(ws.path)}`})
   }
   await ensureBaseImage(engine, options.baseTag)
   const image = `${Names.image(ws)}:latest`
+  const buildArgs = {BASE_IMAGE_TAG: options.baseTag}
   const args = [
     'build',
     '--tag',
     image,
-    '--build-arg',
-    `BASE_IMAGE_TAG=${options.baseTag}`,
+    ...Object.entries(buildArgs).flatMap(([k, v]) => ['--build-arg', `${k}=${v}`]),
     '--label',
     `${Labels.managed}=true`,
     '--label',
     `${Labels.kind}=repo`,
     '--label',
     `${Labels.workspace}=${ws.path}`,
-    // The Dockerfile is found in the context by its default name: some docker
-    // CLI versions parse --file as CSV, which breaks on paths with quotes.
-    dir,
   ]
+  const key = await currentBuildKey(engine, dir, args, buildArgs)
+  if (options.noCache) args.push('--no-cache')
+  else if (key && (await engine.images.inspect(image))?.labels[BUILD_KEY_LABEL] === key) {
+    reporter.info(`${image} is up to date: nothing it is built from has changed (--no-cache rebuilds it)`)
+    return image
+  }
+  if (key) args.push('--label', `${BUILD_KEY_LABEL}=${key}`)
+  // The Dockerfile is found in the context by its default name: some docker
+  // CLI versions parse --file as CSV, which breaks on paths with quotes.
+  args.push(dir)
   await streamBuild(engine, args, image)
   return image
 }

@@ -2,8 +2,6 @@
  * The sandbox lifecycle: ensure (create / start / leave alone), readiness,
  * exec, stop, rm and list. One container per workspace (and per branch).
  */
-import {existsSync} from 'node:fs'
-import {join} from 'node:path'
 import type {ConfigFile, NetworkMode, Settings} from './config/schema.js'
 import {loadSettings} from './config/load.js'
 import type {ContainerInfo, Engine} from './engine/index.js'
@@ -15,9 +13,9 @@ import {provisionBranch} from './shelf.js'
 import {createPlaceholders, fsKindOf, planProtectedPaths} from './protected.js'
 import {silentReporter, type Reporter} from './reporter.js'
 import {buildSpec, STATE_DIR, toCreateOptions, type SandboxSpec} from './spec.js'
-import {Labels, Names, sanitizeBranch, type Workspace} from './workspace.js'
+import {Labels, Names, quoteArg, requireInitialised, sanitizeBranch, type Workspace} from './workspace.js'
 import {planGhapp, type GhappPlan} from './github/plan.js'
-import {ensureRefresher, githubRowStatus, provisionToken, removeAppToken, type GithubRowStatus} from './github/refresher.js'
+import {ensureRefresher, provisionToken, removeAppToken} from './github/refresher.js'
 import {GHAPP_LABEL} from './github/token-store.js'
 
 export interface Context {
@@ -39,21 +37,7 @@ export interface SandboxOptions {
   labels?: Record<string, string>
 }
 
-export function isInitialised(ws: Workspace): boolean {
-  return existsSync(join(ws.path, '.agent-sandbox', 'Dockerfile'))
-}
-
-export function requireInitialised(ws: Workspace): void {
-  if (!isInitialised(ws)) {
-    throw new NotInitialisedError(`${ws.path} is not set up for agent-sandbox (no .agent-sandbox/Dockerfile)`, {
-      hint: `run: agent-sandbox init ${quoteArg(ws.path)}`,
-    })
-  }
-}
-
-export function quoteArg(text: string): string {
-  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(text) ? text : `'${text.replaceAll("'", `'\\''`)}'`
-}
+export {isInitialised, quoteArg, requireInitialised} from './workspace.js'
 
 export interface PreparedSandbox {
   spec: SandboxSpec
@@ -256,51 +240,5 @@ export async function removeSandbox(ctx: Context, ws: Workspace, options: {branc
   return result
 }
 
-export interface SandboxRow {
-  name: string
-  repo: string
-  path: string
-  mode: string
-  branch: string
-  workdir: string
-  status: string
-  running: boolean
-  image: string
-  network: string
-  volumes: string[]
-  limits: Record<string, unknown>
-  /** The GitHub App token's state; null when the sandbox does not use the App. */
-  github: GithubRowStatus | null
-}
-
-/** Every sandbox, running or not, from one engine call: what a row needs is in the labels. */
-export async function listSandboxes(ctx: Context): Promise<SandboxRow[]> {
-  const rows = await ctx.engine.containers.list({[Labels.managed]: 'true', [Labels.kind]: 'sandbox'})
-  return rows
-    .map((row) => ({
-      name: row.name,
-      repo: row.labels[Labels.repo] ?? '',
-      path: row.labels[Labels.workspace] ?? '',
-      mode: row.labels[Labels.mode] ?? 'bind',
-      branch: row.labels[Labels.branch] ?? '',
-      workdir: row.labels['dev.agent-sandbox.workdir'] ?? '',
-      status: row.status,
-      running: row.state === 'running',
-      image: row.image,
-      network: row.labels['dev.agent-sandbox.network'] ?? '',
-      volumes: (row.labels[`${Labels.volume}s`] ?? '').split(',').filter(Boolean),
-      limits: safeJson(row.labels['dev.agent-sandbox.limits']),
-      github: row.labels[GHAPP_LABEL] === '1' ? githubRowStatus(row.name, row.state === 'running', ctx.env ?? process.env) : null,
-    }))
-    .sort((a, b) => a.path.localeCompare(b.path) || a.branch.localeCompare(b.branch))
-}
-
-function safeJson(text: string | undefined): Record<string, unknown> {
-  try {
-    return text ? (JSON.parse(text) as Record<string, unknown>) : {}
-  } catch {
-    return {}
-  }
-}
-
+export {listSandboxes, type SandboxRow} from './listing.js'
 export {STATE_DIR}

@@ -74,6 +74,11 @@ export interface ProvisionResult {
   origin: 'reachable' | 'unreachable' | 'none'
 }
 
+/** `checkout`'s one-line result. */
+export function describeCheckout(result: ProvisionResult): string {
+  return `${result.worktree} (${result.source}; origin ${result.origin})`
+}
+
 /** The uid/gid that owns the shelf: the workspace owner, or `node`'s 1000 for a root-owned workspace. */
 function shelfOwner(ws: Workspace): {uid: number; gid: number} {
   return ws.uid === 0 ? {uid: 1000, gid: 1000} : {uid: ws.uid, gid: ws.gid}

@@ -3,9 +3,9 @@
  * label derived from them. Pure apart from `resolveWorkspace`, which stats the path.
  */
 import {createHash} from 'node:crypto'
-import {realpathSync, statSync} from 'node:fs'
-import {basename, resolve} from 'node:path'
-import {UsageError} from './errors.js'
+import {existsSync, realpathSync, statSync} from 'node:fs'
+import {basename, join, resolve} from 'node:path'
+import {NotInitialisedError, UsageError} from './errors.js'
 
 export const LABEL_PREFIX = 'dev.agent-sandbox'
 export const Labels = {
@@ -145,4 +145,21 @@ export function workspaceLabels(ws: Workspace, branch?: string): Record<string, 
     [Labels.mode]: branch === undefined ? 'bind' : 'branch',
     [Labels.branch]: branch ?? '',
   }
+}
+
+/** A workspace is set up once it has .agent-sandbox/Dockerfile (agent-sandbox init). */
+export function isInitialised(ws: Workspace): boolean {
+  return existsSync(join(ws.path, '.agent-sandbox', 'Dockerfile'))
+}
+
+export function requireInitialised(ws: Workspace): void {
+  if (!isInitialised(ws)) {
+    throw new NotInitialisedError(`${ws.path} is not set up for agent-sandbox (no .agent-sandbox/Dockerfile)`, {
+      hint: `run: agent-sandbox init ${quoteArg(ws.path)}`,
+    })
+  }
+}
+
+export function quoteArg(text: string): string {
+  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(text) ? text : `'${text.replaceAll("'", `'\\''`)}'`
 }

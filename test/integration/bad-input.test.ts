@@ -116,4 +116,26 @@ describe('usage', () => {
     const badNetwork = await cli(['start', '--network', 'sideways'])
     expect(badNetwork.exitCode).toBe(2)
   })
+
+  // exec, shell and list take a fast path without oclif (src/cli/fast.ts); what it
+  // does not understand must get oclif's usual errors and help.
+  it('exec, shell and list give the usual errors and help for command lines the fast path leaves to oclif', async () => {
+    for (const argv of [
+      ['exec', '--network', 'sideways', '--', 'true'],
+      ['exec', '--bogus', '--', 'true'],
+      ['exec', '--branch', 'a', '--branch', 'b', '--', 'true'],
+      ['list', '--bogus'],
+      ['shell', '--engine', 'lxc'],
+    ]) {
+      const r = await cli(argv)
+      expect(r.exitCode, argv.join(' ')).toBe(2)
+      expect(r.stderr.trim().split('\n'), argv.join(' ')).toHaveLength(1)
+      expect(r.stderr, argv.join(' ')).toMatch(/^agent-sandbox: error: .*\(hint: see --help\)$/m)
+    }
+    for (const argv of [['exec', '--help'], ['list', '--help'], ['shell', '--help']]) {
+      const r = await cli(argv)
+      expect(r.exitCode, argv.join(' ')).toBe(0)
+      expect(r.stdout, argv.join(' ')).toMatch(/USAGE\s+\$ agent-sandbox /)
+    }
+  })
 })

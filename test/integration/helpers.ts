@@ -136,3 +136,16 @@ export async function initWorkspace(path: string, extraArgs: string[] = []): Pro
 export function sbx(path: string, ...command: string[]): Promise<Result> {
   return cli(['exec', path, '--', ...command])
 }
+
+/** A loopback TCP port nothing listens on right now (for published ports in tests). */
+export async function freePort(): Promise<number> {
+  const {createServer} = await import('node:net')
+  return new Promise((resolve, reject) => {
+    const server = createServer()
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address()
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))))
+    })
+  })
+}

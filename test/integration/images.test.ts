@@ -3,7 +3,7 @@
  * resolved versions, the tools in the image, init/build, cache, bad config.
  */
 import {execa} from 'execa'
-import {existsSync, readdirSync, readFileSync, statSync, writeFileSync} from 'node:fs'
+import {chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {afterAll, describe, expect, it} from 'vitest'
 import {cleanupUnder, cli, docker, initWorkspace, makeWorkspace, removeWorkspace, TEST_ROOT} from './helpers.js'
@@ -135,9 +135,62 @@ describe('init and build', () => {
     const build = await cli(['build', ws, '--json'])
     expect(build.exitCode, build.stderr).toBe(0)
     expect(JSON.parse(build.stdout)).toMatchObject({image, baseTag: 'latest'})
-    expect(build.stderr).toMatch(/Using cache|CACHED/)
+    // Nothing changed, so nothing is built at all (not even a cache replay).
+    expect(build.stderr).toContain(`${image!} is up to date`)
+    expect(build.stderr).not.toMatch(/Step \d|Sending build context/)
     const second = await docker('image', 'inspect', '--format', '{{.Id}}', image!)
     expect(second.stdout).toBe(first.stdout)
+  })
+
+  it('build runs again when the Dockerfile, a context file, its mode or the base image changes, and always with --no-cache', async () => {
+    const ws = await makeWorkspace('rebuild')
+    created.push(ws)
+    const baseTag = `it-rebuild-${process.pid}`
+    tags.push(baseTag)
+    expect((await docker('tag', 'agent-sandbox-base:latest', `agent-sandbox-base:${baseTag}`)).exitCode).toBe(0)
+    const init = await cli(['init', ws, '--base-tag', baseTag])
+    expect(init.exitCode, init.stderr).toBe(0)
+    const image = init.stdout.match(/image (\S+)/)![1]
+    const imageId = async () => (await docker('image', 'inspect', '--format', '{{.Id}}', image)).stdout.trim()
+    const build = async (...extra: string[]) => {
+      const before = await imageId()
+      const r = await cli(['build', ws, '--base-tag', baseTag, ...extra])
+      expect(r.exitCode, r.stderr).toBe(0)
+      expect(r.stdout.trim()).toBe(image)
+      const upToDate = r.stderr.includes('is up to date')
+      // A skipped build never touches the image; a real one says so in its output.
+      if (upToDate) expect(await imageId()).toBe(before)
+      else expect(r.stderr).toMatch(/Step \d/)
+      return {upToDate, stderr: r.stderr}
+    }
+    expect((await build()).upToDate).toBe(true)
+
+    const dockerfile = join(ws, '.agent-sandbox', 'Dockerfile')
+    writeFileSync(dockerfile, `${readFileSync(dockerfile, 'utf8')}RUN echo one > /tmp/marker\n`)
+    expect((await build()).upToDate).toBe(false)
+    expect((await build()).upToDate).toBe(true)
+    expect((await docker('run', '--rm', '--entrypoint', 'cat', image, '/tmp/marker')).stdout.trim()).toBe('one')
+
+    const extra = join(ws, '.agent-sandbox', 'setup.sh')
+    writeFileSync(extra, 'echo a\n')
+    expect((await build()).upToDate).toBe(false)
+    expect((await build()).upToDate).toBe(true)
+    chmodSync(extra, 0o755)
+    expect((await build()).upToDate).toBe(false)
+    expect((await build()).upToDate).toBe(true)
+
+    // The same base tag on another image (e.g. after build-base) is a change.
+    const other = join(ws, 'other-base')
+    mkdirSync(other)
+    writeFileSync(join(other, 'Dockerfile'), 'FROM agent-sandbox-base:latest\nLABEL it.rebuild=1\n')
+    expect((await docker('build', '-q', '--tag', `agent-sandbox-base:${baseTag}`, other)).exitCode).toBe(0)
+    expect((await build()).upToDate).toBe(false)
+    expect((await build()).upToDate).toBe(true)
+
+    const forced = await build('--no-cache')
+    expect(forced.upToDate).toBe(false)
+    expect(forced.stderr).not.toContain('Using cache')
+    expect((await build()).upToDate).toBe(true)
   })
 
   it('init twice without --force fails and changes nothing; --force starts over', async () => {

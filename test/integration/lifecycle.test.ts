@@ -6,7 +6,7 @@ import {execa} from 'execa'
 import {existsSync, readFileSync, statSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
-import {cleanupUnder, cli, docker, initWorkspace, inspect, makeWorkspace, removeWorkspace, run, sbx, TEST_ROOT, TEST_UID} from './helpers.js'
+import {cleanupUnder, cli, docker, freePort, initWorkspace, inspect, makeWorkspace, removeWorkspace, run, sbx, TEST_ROOT, TEST_UID} from './helpers.js'
 
 const created: string[] = []
 async function workspace(name = 'ws', options = {}): Promise<string> {
@@ -219,9 +219,10 @@ describe('several workspaces', () => {
 describe('show-run', () => {
   it('prints a docker run command that creates the same container as start', async () => {
     const ws = await workspace('show run')
+    const port = await freePort()
     writeFileSync(
       join(ws, '.agent-sandbox', 'config.json'),
-      JSON.stringify({env: {PLAIN: 'visible', API_TOKEN: 'tok-very-secret-1234'}, ports: ['18080:8080'], protectedPaths: ['docs/private']}),
+      JSON.stringify({env: {PLAIN: 'visible', API_TOKEN: 'tok-very-secret-1234'}, ports: [`${port}:8080`], protectedPaths: ['docs/private']}),
     )
     const name = await containerName(ws)
     const a = await inspect(name)

@@ -10,7 +10,7 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {pathToFileURL} from 'node:url'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
-import {BIN, REPO} from './helpers.js'
+import {BIN, cleanupUnder, cli, makeWorkspace, removeWorkspace, REPO} from './helpers.js'
 
 let dir: string
 let register: string
@@ -55,6 +55,7 @@ async function loaded(args: string[]): Promise<{stdout: string; exitCode: number
   return {stdout: r.stdout, exitCode: r.exitCode ?? -1, modules: readFileSync(log, 'utf8').split('\n').filter(Boolean)}
 }
 
+const OCLIF = /node_modules\/@oclif\//
 const HEAVY = /node_modules\/(dockerode|docker-modem|ssh2|@grpc|protobufjs|execa|@inquirer|ora)\//
 
 describe('start-up', () => {
@@ -76,11 +77,36 @@ describe('start-up', () => {
     expect(r.modules.filter((m) => HEAVY.test(m))).toEqual([])
   })
 
-  it('list talks to a local engine without loading dockerode or execa', async () => {
+  it('list talks to a local engine without loading oclif, dockerode or execa', async () => {
     const r = await loaded(['list', '--json'])
     expect(r.exitCode).toBe(0)
     expect(Array.isArray(JSON.parse(r.stdout))).toBe(true)
     expect(r.modules.some((m) => m.includes('/dist/lib/engine/api.js'))).toBe(true)
-    expect(r.modules.filter((m) => HEAVY.test(m))).toEqual([])
+    expect(r.modules.filter((m) => HEAVY.test(m) || OCLIF.test(m))).toEqual([])
+  })
+
+  // The fast path (src/cli/fast.ts) for the commands run most often.
+  it('a warm exec and a no-op build load neither oclif nor the lifecycle module', async () => {
+    const ws = await makeWorkspace('fastpath')
+    try {
+      expect((await cli(['init', ws])).exitCode).toBe(0)
+      expect((await cli(['start', ws])).exitCode).toBe(0)
+      const exec = await loaded(['exec', ws, '--', 'sh', '-c', 'echo ok; exit 3'])
+      expect(exec.stdout).toBe('ok')
+      expect(exec.exitCode).toBe(3)
+      expect(exec.modules.some((m) => m.includes('/dist/cli/fast.js'))).toBe(true)
+      expect(exec.modules.filter((m) => HEAVY.test(m) || OCLIF.test(m) || m.endsWith('/dist/lib/sandbox.js'))).toEqual([])
+      const build = await loaded(['build', ws])
+      expect(build.exitCode).toBe(0)
+      expect(build.stdout).toMatch(/^agent-sandbox-fastpath-[0-9a-f]{32}:latest$/)
+      expect(build.modules.filter((m) => HEAVY.test(m) || OCLIF.test(m))).toEqual([])
+      // What the fast path does not understand goes to oclif.
+      const help = await loaded(['exec', '--help'])
+      expect(help.exitCode).toBe(0)
+      expect(help.modules.some((m) => OCLIF.test(m))).toBe(true)
+    } finally {
+      await cleanupUnder(ws)
+      removeWorkspace(ws)
+    }
   })
 })

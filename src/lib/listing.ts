@@ -1,0 +1,82 @@
+/**
+ * `list`: every sandbox, from one engine call. Kept apart from the lifecycle
+ * module so that listing loads nothing but the engine client (it is on the
+ * CLI's fast path, src/cli/fast.ts).
+ */
+import type {Engine} from './engine/index.js'
+import type {GithubRowStatus} from './github/refresher.js'
+import {GHAPP_LABEL} from './github/token-store.js'
+import {Labels} from './workspace.js'
+
+export interface SandboxRow {
+  name: string
+  repo: string
+  path: string
+  mode: string
+  branch: string
+  workdir: string
+  status: string
+  running: boolean
+  image: string
+  network: string
+  volumes: string[]
+  limits: Record<string, unknown>
+  /** The GitHub App token's state; null when the sandbox does not use the App. */
+  github: GithubRowStatus | null
+}
+
+/** Every sandbox, running or not, from one engine call: what a row needs is in the labels. */
+export async function listSandboxes(ctx: {engine: Engine; env?: NodeJS.ProcessEnv}): Promise<SandboxRow[]> {
+  const rows = await ctx.engine.containers.list({[Labels.managed]: 'true', [Labels.kind]: 'sandbox'})
+  // The token state reader only when some sandbox uses the App.
+  const github = rows.some((row) => row.labels[GHAPP_LABEL] === '1') ? await import('./github/refresher.js') : undefined
+  return rows
+    .map((row) => ({
+      name: row.name,
+      repo: row.labels[Labels.repo] ?? '',
+      path: row.labels[Labels.workspace] ?? '',
+      mode: row.labels[Labels.mode] ?? 'bind',
+      branch: row.labels[Labels.branch] ?? '',
+      workdir: row.labels['dev.agent-sandbox.workdir'] ?? '',
+      status: row.status,
+      running: row.state === 'running',
+      image: row.image,
+      network: row.labels['dev.agent-sandbox.network'] ?? '',
+      volumes: (row.labels[`${Labels.volume}s`] ?? '').split(',').filter(Boolean),
+      limits: safeJson(row.labels['dev.agent-sandbox.limits']),
+      github: github && row.labels[GHAPP_LABEL] === '1' ? github.githubRowStatus(row.name, row.state === 'running', ctx.env ?? process.env) : null,
+    }))
+    .sort((a, b) => a.path.localeCompare(b.path) || a.branch.localeCompare(b.branch))
+}
+
+/** The `list` table, one string per line. Pure. */
+export function formatSandboxTable(rows: readonly SandboxRow[]): string[] {
+  if (rows.length === 0) return ['no sandboxes']
+  const table = [
+    ['NAME', 'REPO', 'MODE', 'BRANCH', 'STATUS', 'WORKDIR', 'LIMITS', 'PATH'],
+    ...rows.map((r) => [
+      r.name,
+      r.repo,
+      r.mode,
+      r.branch || '-',
+      r.running ? 'running' : r.status,
+      r.workdir,
+      Object.entries(r.limits)
+        .map(([k, v]) => `${k}=${String(v)}`)
+        .join(' ') || '-',
+      r.path,
+    ]),
+  ]
+  // The App's token state, only when some sandbox uses it (docs/github-app.md).
+  if (rows.some((r) => r.github)) table.forEach((row, i) => row.splice(row.length - 1, 0, i === 0 ? 'GITHUB' : (rows[i - 1].github?.summary ?? '-')))
+  const widths = table[0].map((_, i) => Math.max(...table.map((row) => row[i].length)))
+  return table.map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]))).join('  '))
+}
+
+function safeJson(text: string | undefined): Record<string, unknown> {
+  try {
+    return text ? (JSON.parse(text) as Record<string, unknown>) : {}
+  } catch {
+    return {}
+  }
+}
