@@ -13,10 +13,6 @@
  */
 import type {NetworkMode} from '../lib/config/schema.js'
 import {connectEngine} from '../lib/engine/index.js'
-import {buildRepoImage, workspaceBaseTag} from '../lib/images.js'
-import {formatSandboxTable, listSandboxes} from '../lib/listing.js'
-import {execInSandbox} from '../lib/session.js'
-import {describeCheckout, provisionBranch} from '../lib/shelf.js'
 import {resolveWorkspace} from '../lib/workspace.js'
 import {makeReporter, reportFailure} from './output.js'
 
@@ -108,7 +104,9 @@ export async function runFast(argv: readonly string[]): Promise<number | undefin
 
 async function run({name, args, flags, command}: FastInvocation): Promise<number> {
   const str = (key: string) => (typeof flags[key] === 'string' ? (flags[key] as string) : undefined)
+  // Each command loads only its own modules: a warm exec must not pay for zod.
   if (name === 'list') {
+    const {formatSandboxTable, listSandboxes} = await import('../lib/listing.js')
     const rows = await listSandboxes({engine: await connectEngine({engine: str('engine')})})
     process.stdout.write(flags.json ? `${JSON.stringify(rows, null, 2)}\n` : formatSandboxTable(rows).map((line) => `${line}\n`).join(''))
     return 0
@@ -116,18 +114,21 @@ async function run({name, args, flags, command}: FastInvocation): Promise<number
   const reporter = makeReporter(() => [])
   const ws = resolveWorkspace(args.path)
   if (name === 'checkout') {
+    const {describeCheckout, provisionBranch} = await import('../lib/shelf.js')
     const engine = await connectEngine({engine: str('engine')})
     const result = await provisionBranch(engine, ws, args.branch, {baseTag: str('base-tag'), reporter})
     process.stdout.write(flags.json ? `${JSON.stringify(result, null, 2)}\n` : `${describeCheckout(result)}\n`)
     return 0
   }
   if (name === 'build') {
+    const {buildRepoImage, workspaceBaseTag} = await import('../lib/images.js')
     const baseTag = workspaceBaseTag(ws, str('base-tag'))
     const engine = await connectEngine({engine: str('engine')})
     const image = await buildRepoImage(engine, ws, {baseTag, noCache: flags['no-cache'] === true, reporter})
     process.stdout.write(flags.json ? `${JSON.stringify({image, baseTag}, null, 2)}\n` : `${image}\n`)
     return 0
   }
+  const {execInSandbox} = await import('../lib/session.js')
   const ctx = {engine: await connectEngine({engine: str('engine')}), reporter}
   const options = {branch: str('branch'), network: str('network') as NetworkMode | undefined}
   if (name === 'exec') return execInSandbox(ctx, ws, command, {...options, interactive: false})

@@ -10,6 +10,8 @@ import type {Context} from './sandbox.js'
 import {SANDBOX_USER} from './spec.js'
 import {Names, type Workspace} from './workspace.js'
 
+const SANDBOX_EXEC = '/usr/local/bin/sandbox-exec'
+
 export interface SessionOptions {
   branch?: string
   baseTag?: string
@@ -24,7 +26,7 @@ export function execArgs(name: string, command: string[], options: {tty: boolean
   if (options.tty) args.push('--tty')
   args.push('--user', SANDBOX_USER)
   for (const [k, v] of Object.entries(options.env ?? {})) args.push('--env', `${k}=${v}`)
-  args.push(name, '/usr/local/bin/sandbox-exec', ...command)
+  args.push(name, SANDBOX_EXEC, ...command)
   return args
 }
 
@@ -46,10 +48,25 @@ export async function ensureRunning(ctx: Context, ws: Workspace, options: Omit<S
   return name
 }
 
-/** Run `command` in the sandbox with the terminal attached; resolves to its exit code. */
+/**
+ * Run `command` in the sandbox with our stdin, stdout and stderr; resolves to its exit code.
+ * `exec` talks to the engine API directly (no `docker` process to start: it is
+ * the largest part of a warm exec); an interactive shell goes through the
+ * engine CLI, which owns the terminal (raw mode, resizes, signals).
+ */
 export async function execInSandbox(ctx: Context, ws: Workspace, command: string[], options: SessionOptions): Promise<number> {
+  if (!options.interactive && options.network === undefined) {
+    // A warm exec is the common case: go straight to the sandbox, and start it
+    // only when the engine says it is missing or not running (nothing has run then).
+    const code = await execStreaming(ctx, Names.container(ws, options.branch), command).catch((error: unknown) => {
+      if (isNotRunning(error)) return undefined
+      throw error
+    })
+    if (code !== undefined) return code
+  }
   const name = await ensureRunning(ctx, ws, options)
-  const tty = options.interactive && Boolean(process.stdin.isTTY && process.stdout.isTTY)
+  if (!options.interactive) return execStreaming(ctx, name, command)
+  const tty = Boolean(process.stdin.isTTY && process.stdout.isTTY)
   const env: Record<string, string> = {}
   if (tty && process.env.TERM) env.TERM = process.env.TERM
   // The child owns the terminal now: Ctrl-C is for it, not for us.
@@ -62,5 +79,50 @@ export async function execInSandbox(ctx: Context, ws: Workspace, command: string
   } finally {
     process.removeListener('SIGINT', ignore)
     process.removeListener('SIGQUIT', ignore)
+  }
+}
+
+/**
+ * The engine refused to create an exec because the container is missing (404)
+ * or not running (Docker: 409; Podman: 500 "container state improper").
+ */
+export function isNotRunning(error: unknown): boolean {
+  const status = (error as {statusCode?: number} | undefined)?.statusCode
+  if (status === 404 || status === 409) return true
+  return status === 500 && /container state improper|is not running/i.test((error as Error).message ?? '')
+}
+
+const SIGNAL_EXIT: Record<string, number> = {SIGHUP: 129, SIGINT: 130, SIGTERM: 143}
+
+/**
+ * A non-interactive exec over the API, as `docker exec --interactive` does it:
+ * stdin piped in (end of input passed on), stdout and stderr kept apart and
+ * written as they come, the process's exit code. A signal to us (Ctrl-C) ends
+ * the session with 128+n, as it ends the docker CLI; like there, the process in
+ * the sandbox is not signalled.
+ */
+async function execStreaming(ctx: Context, name: string, command: string[]): Promise<number> {
+  const abort = new AbortController()
+  let signalled = 0
+  const handlers = Object.entries(SIGNAL_EXIT).map(([signal, code]) => {
+    const handler = () => {
+      signalled = code
+      abort.abort()
+    }
+    process.on(signal, handler)
+    return () => process.removeListener(signal, handler)
+  })
+  try {
+    const result = await ctx.engine.containers.exec(name, [SANDBOX_EXEC, ...command], {
+      user: SANDBOX_USER,
+      stdin: process.stdin,
+      collect: false,
+      signal: abort.signal,
+      onStdout: (chunk) => process.stdout.write(chunk),
+      onStderr: (chunk) => process.stderr.write(chunk),
+    })
+    return signalled || result.exitCode
+  } finally {
+    for (const remove of handlers) remove()
   }
 }

@@ -3,10 +3,11 @@
  * rm, show-run, list, volume; protected paths; concurrency; history.
  */
 import {execa} from 'execa'
+import {createHash} from 'node:crypto'
 import {existsSync, readFileSync, statSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
-import {cleanupUnder, cli, docker, freePort, initWorkspace, inspect, makeWorkspace, removeWorkspace, run, sbx, TEST_ROOT, TEST_UID} from './helpers.js'
+import {BIN, cleanupUnder, cli, docker, freePort, initWorkspace, inspect, makeWorkspace, removeWorkspace, run, sbx, TEST_ROOT, TEST_UID} from './helpers.js'
 
 const created: string[] = []
 async function workspace(name = 'ws', options = {}): Promise<string> {
@@ -54,6 +55,22 @@ describe('start and exec', () => {
     expect(r.stdout).toContain('from-stdin')
     expect(r.stdout).not.toContain('err')
     expect(r.stderr).toContain('err')
+  })
+
+  it('streams megabytes both ways with stdin closed at its end, and Ctrl-C ends a session with 130', async () => {
+    const input = `${'0123456789abcdef'.repeat(4096)}\n`.repeat(64) // 4 MiB
+    const r = await cli(['exec', ws, '--', 'sh', '-c', 'sha256sum | cut -d" " -f1; head -c 3000000 /dev/zero | tr "\\0" x; echo; echo done >&2'], {input})
+    expect(r.exitCode, r.stderr).toBe(0)
+    const [digest, xs] = r.stdout.split('\n')
+    expect(digest).toBe(createHash('sha256').update(input).digest('hex'))
+    expect(xs).toBe('x'.repeat(3_000_000))
+    expect(r.stderr.trim()).toBe('done')
+
+    const child = execa('node', [BIN, 'exec', ws, '--', 'sh', '-c', 'echo started; sleep 60'], {reject: false, stdin: 'pipe'})
+    await new Promise<void>((resolve) => child.stdout!.on('data', (chunk: Buffer) => chunk.toString().includes('started') && resolve()))
+    child.kill('SIGINT')
+    const ended = await child
+    expect(ended.exitCode).toBe(130)
   })
 
   it('passes arguments with spaces, quotes and $(…) through untouched', async () => {

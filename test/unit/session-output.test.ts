@@ -1,6 +1,6 @@
 import {describe, expect, it} from 'vitest'
 import {redact} from '../../src/cli/output.js'
-import {execArgs} from '../../src/lib/session.js'
+import {execArgs, isNotRunning} from '../../src/lib/session.js'
 
 describe('execArgs', () => {
   it('builds a non-TTY exec through sandbox-exec as node', () => {
@@ -44,5 +44,16 @@ describe('redact', () => {
     expect(redact('abc ab a', ['abc', 'ab', 'a', ''])).toBe('abc ab a')
     expect(redact('abcd', ['abcd'])).toBe('***')
     expect(redact('nothing', [])).toBe('nothing')
+  })
+})
+
+describe('isNotRunning', () => {
+  const error = (statusCode: number, message: string) => Object.assign(new Error(message), {statusCode})
+  it('recognises a missing or stopped container on Docker and Podman, and nothing else', () => {
+    expect(isNotRunning(error(404, 'No such container: x'))).toBe(true)
+    expect(isNotRunning(error(409, 'Container abc is not running'))).toBe(true)
+    expect(isNotRunning(error(500, '(HTTP code 500) can only create exec sessions on running containers: container state improper (POST /containers/x/exec)'))).toBe(true)
+    expect(isNotRunning(error(500, 'OCI runtime exec failed'))).toBe(false)
+    expect(isNotRunning(Object.assign(new Error('connect ENOENT'), {code: 'ENOENT'}))).toBe(false)
   })
 })

@@ -1,7 +1,7 @@
 /** Containers, through the engine API. */
 import type Dockerode from 'dockerode'
 import type {ContainerCreateOptions, ContainerInspectInfo} from 'dockerode'
-import {PassThrough, type Readable} from 'node:stream'
+import {PassThrough, type Readable, type Writable} from 'node:stream'
 import {UsageError} from '../errors.js'
 import {demultiplex, type EngineApi} from './api.js'
 import type {ContainerInfo, ContainerSummary, ExecResult, MountSpec} from './types.js'
@@ -33,7 +33,50 @@ export interface ExecOptions extends OutputSink {
   user?: string
   workdir?: string
   env?: string[]
-  stdin?: string | Buffer
+  /** Input for the process: all of it at once, or a stream (e.g. our own stdin) piped as it comes. End of input is passed on. */
+  stdin?: string | Buffer | Readable
+  /** Keep the output in the result (default); false only streams it to the callbacks. */
+  collect?: boolean
+  /** Abort: stop streaming and resolve with exit code -1 (the process itself is left to the engine). */
+  signal?: AbortSignal
+}
+
+/** Feed `stdin` to an exec's hijacked connection, then half-close it (end of input). */
+function feedStdin(socket: Writable, stdin: string | Buffer | Readable): void {
+  if (typeof stdin === 'string' || Buffer.isBuffer(stdin)) socket.end(stdin)
+  else stdin.pipe(socket)
+}
+
+/** Wait for an exec's output stream to finish, or for the abort signal. */
+async function pumpExec(stream: Readable & {destroy(): void}, options: ExecOptions, demux: (out: (c: Buffer) => void, err: (c: Buffer) => void) => Promise<void>): Promise<{out: Buffer[]; err: Buffer[]; aborted: boolean}> {
+  const collect = options.collect !== false
+  const out: Buffer[] = []
+  const err: Buffer[] = []
+  let aborted = false
+  const onAbort = () => {
+    aborted = true
+    stream.destroy()
+  }
+  if (options.signal?.aborted) onAbort()
+  options.signal?.addEventListener('abort', onAbort, {once: true})
+  try {
+    await demux(
+      (c) => {
+        if (collect) out.push(c)
+        options.onStdout?.(c)
+      },
+      (c) => {
+        if (collect) err.push(c)
+        options.onStderr?.(c)
+      },
+    )
+  } catch (error) {
+    if (!aborted) throw error
+  } finally {
+    options.signal?.removeEventListener('abort', onAbort)
+    if (options.stdin && typeof options.stdin !== 'string' && !Buffer.isBuffer(options.stdin)) options.stdin.unpipe()
+  }
+  return {out, err, aborted}
 }
 
 export function labelFilters(labels: Record<string, string>): string[] {
@@ -132,27 +175,21 @@ export class DockerodeContainers implements ContainerClient {
       AttachStdin: options.stdin !== undefined,
     })
     const stream = await exec.start({hijack: options.stdin !== undefined, stdin: options.stdin !== undefined})
-    const stdout = new PassThrough()
-    const stderr = new PassThrough()
-    const out: Buffer[] = []
-    const err: Buffer[] = []
-    stdout.on('data', (c: Buffer) => {
-      out.push(c)
-      options.onStdout?.(c)
+    const {out, err, aborted} = await pumpExec(stream as unknown as Readable, options, (onOut, onErr) => {
+      const stdout = new PassThrough()
+      const stderr = new PassThrough()
+      stdout.on('data', onOut)
+      stderr.on('data', onErr)
+      this.docker.modem.demuxStream(stream, stdout, stderr)
+      if (options.stdin !== undefined) feedStdin(stream, options.stdin)
+      return new Promise<void>((resolve, reject) => {
+        stream.on('end', resolve)
+        stream.on('close', resolve)
+        stream.on('error', reject)
+      })
     })
-    stderr.on('data', (c: Buffer) => {
-      err.push(c)
-      options.onStderr?.(c)
-    })
-    this.docker.modem.demuxStream(stream, stdout, stderr)
-    if (options.stdin !== undefined) stream.end(options.stdin)
-    await new Promise<void>((resolve, reject) => {
-      stream.on('end', resolve)
-      stream.on('close', resolve)
-      stream.on('error', reject)
-    })
-    const info = await exec.inspect()
-    return {exitCode: info.ExitCode ?? -1, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8')}
+    const exitCode = aborted ? -1 : ((await exec.inspect()).ExitCode ?? -1)
+    return {exitCode, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8')}
   }
 
   async stats(id: string): Promise<{pids: number; pidsLimit: number}> {
@@ -269,26 +306,14 @@ export class ApiContainers implements ContainerClient {
     if (withStdin) {
       const socket = await this.api.hijack('POST', `/exec/${created.Id}/start`, start)
       // Half-close after the input: the process sees end-of-file, its output still comes back.
-      socket.end(options.stdin)
+      feedStdin(socket, options.stdin as string | Buffer | Readable)
       stream = socket
     } else {
       stream = await this.api.stream('POST', `/exec/${created.Id}/start`, start)
     }
-    const out: Buffer[] = []
-    const err: Buffer[] = []
-    await demultiplex(
-      stream,
-      (c) => {
-        out.push(c)
-        options.onStdout?.(c)
-      },
-      (c) => {
-        err.push(c)
-        options.onStderr?.(c)
-      },
-    )
-    const info = await this.api.json<{ExitCode: number | null}>('GET', `/exec/${created.Id}/json`)
-    return {exitCode: info.ExitCode ?? -1, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8')}
+    const {out, err, aborted} = await pumpExec(stream, options, (onOut, onErr) => demultiplex(stream, onOut, onErr))
+    const exitCode = aborted ? -1 : ((await this.api.json<{ExitCode: number | null}>('GET', `/exec/${created.Id}/json`)).ExitCode ?? -1)
+    return {exitCode, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8')}
   }
 
   async stats(id: string): Promise<{pids: number; pidsLimit: number}> {
