@@ -50,8 +50,24 @@ renumber_user() {
     groupmod --non-unique --gid "$gid" "$NODE_USER" || fail "cannot set the gid of $NODE_USER to $gid"
   fi
   if [[ "$cur_uid" != "$uid" ]]; then
+    free_uid "$uid"
     usermod --non-unique --uid "$uid" "$NODE_USER" >/dev/null || fail "cannot set the uid of $NODE_USER to $uid"
   fi
+}
+
+# free_uid UID: if another user of the image has UID, move it to a free system uid.
+# The firewall lets DNS out only for the resolver's uid (dnsmasq is 999): a
+# workspace owned by 999 must not make node that user, and no user of the image
+# should share node's processes and files either.
+free_uid() {
+  local uid="$1" other new
+  other="$(getent passwd "$uid" | cut -d: -f1)" || true
+  [[ -n "$other" && "$other" != "$NODE_USER" ]] || return 0
+  for ((new = 999; new >= 100; new--)); do
+    [[ "$new" == "$uid" ]] || getent passwd "$new" > /dev/null || break
+  done
+  ((new >= 100)) || fail "no free system uid to move $other away from uid $uid"
+  usermod --uid "$new" "$other" > /dev/null || fail "cannot move user $other from uid $uid (the workspace owner's) to $new"
 }
 
 agent_volume_needs_owning() {

@@ -81,6 +81,9 @@ done < <(fw_split "${AGENT_SANDBOX_INBOUND_PORTS:-}")
 
 DNS_UID="$(id -u "$FW_DNS_USER" 2> /dev/null)" || abort "user $FW_DNS_USER does not exist"
 [[ "$DNS_UID" =~ ^[0-9]+$ ]] || abort "cannot determine the uid of user $FW_DNS_USER"
+# Only the resolver's uid may send DNS upstream: the agent's user must not share it.
+AGENT_UID="$(id -u "${AGENT_SANDBOX_USER:-node}" 2> /dev/null)" || true
+[ "$AGENT_UID" != "$DNS_UID" ] || abort "user ${AGENT_SANDBOX_USER:-node} has the resolver's uid $DNS_UID: DNS filtering would not apply to it"
 
 fw_prepare_state
 fw_read_upstreams

@@ -24,6 +24,8 @@ setup() {
   stub stat 'echo "${STUB_OWNER_UID:-1000}"'
   stub groupmod
   stub usermod
+  # No other user of the image holds a uid, unless a test says otherwise.
+  stub getent 'exit 2'
   stub chown
   stub install
   # Each setpriv call's argv, one word a line, in setpriv.1, setpriv.2, ...
@@ -188,6 +190,36 @@ usermod --non-unique --uid 1234 node"
   AGENT_SANDBOX_UID=1234 AGENT_SANDBOX_GID=staff run --separate-stderr "$SCRIPT"
   assert_failure 1
   assert_equal "$stderr" 'agent-sandbox: AGENT_SANDBOX_GID is not a number: staff'
+  [ ! -e "$AGENT_SANDBOX_STATE_DIR/ready" ]
+}
+
+@test "renumbering: a user of the image holding the owner's uid (dnsmasq, 999) moves to a free system uid first" {
+  stub getent 'case "$*" in "passwd 999") echo "dnsmasq:x:999:999::/var/lib/misc:/usr/sbin/nologin" ;; "passwd 998") echo "other:x:998:998::/:/usr/sbin/nologin" ;; *) exit 2 ;; esac'
+  AGENT_SANDBOX_UID=999 run "$SCRIPT"
+  assert_success
+  run grep -E '^(groupmod|usermod)' "$STUB_LOG"
+  assert_output "groupmod --non-unique --gid 999 node
+usermod --uid 997 dnsmasq
+usermod --non-unique --uid 999 node"
+}
+
+@test "renumbering: a uid no other user holds moves nobody else" {
+  AGENT_SANDBOX_UID=1234 run "$SCRIPT"
+  assert_success
+  run grep -c '^getent passwd 1234$' "$STUB_LOG"
+  assert_output 1
+  run grep -c '^usermod' "$STUB_LOG"
+  assert_output 1
+}
+
+@test "renumbering: failing to move the other user fails the start before node is renumbered" {
+  stub getent 'case "$*" in "passwd 999") echo "dnsmasq:x:999:999::/:/usr/sbin/nologin" ;; *) exit 2 ;; esac'
+  stub usermod '[ "$2" = 998 ] && exit 3; exit 0'
+  AGENT_SANDBOX_UID=999 run --separate-stderr "$SCRIPT"
+  assert_failure 1
+  assert_equal "$stderr" "agent-sandbox: cannot move user dnsmasq from uid 999 (the workspace owner's) to 998"
+  run grep -c 'usermod --non-unique' "$STUB_LOG"
+  assert_output 0
   [ ! -e "$AGENT_SANDBOX_STATE_DIR/ready" ]
 }
 

@@ -484,6 +484,14 @@ assert_nothing_loaded() {
   assert_nothing_loaded
 }
 
+@test "the agent's user sharing the resolver's uid is fatal: DNS filtering would not apply to it" {
+  stub id 'case "$*" in "-u dnsmasq" | "-u node") echo 999 ;; *) exit 1 ;; esac'
+  run "$SCRIPT"
+  assert_failure
+  assert_output --partial "init-firewall: user node has the resolver's uid 999: DNS filtering would not apply to it"
+  assert_nothing_loaded
+}
+
 @test "tcpdump logs NFLOG group 42 to denied.log; if it dies that is only a warning" {
   run "$SCRIPT"
   assert_success

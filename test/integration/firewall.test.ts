@@ -552,3 +552,23 @@ describe('a firewall that cannot be installed', () => {
     expect((await docker('ps', '-a', '--filter', `label=dev.agent-sandbox.workspace=${ws}`, '-q')).stdout.trim()).toBe('')
   })
 })
+
+describe('a workspace owned by the resolver’s uid (999, dnsmasq in the image)', () => {
+  it('moves dnsmasq to another uid, so DNS filtering still applies to node', async () => {
+    const path = await makeWorkspace('uid999', {owner: 999})
+    workspaces.push(path)
+    await initWorkspace(path)
+    writeFileSync(join(path, '.agent-sandbox', 'config.json'), `${JSON.stringify({env: {AGENT_SANDBOX_GITHUB_META: '0'}}, null, 2)}\n`)
+    const container = await start(path)
+    expect((await sbx(path, 'id', '-u')).stdout.trim()).toBe('999')
+    const dnsUid = (await docker('exec', container, 'id', '-u', 'dnsmasq')).stdout.trim()
+    expect(dnsUid).toMatch(/^\d+$/)
+    expect(dnsUid).not.toBe('999')
+    // node cannot use the upstream resolver directly, nor signal the resolver.
+    const direct = await sbx(path, 'dig', '+notcp', '+time=2', '+tries=1', '@127.0.0.11', 'registry.npmjs.org')
+    expect(direct.exitCode, direct.stdout).toBe(9)
+    const {exitCode, report, stderr} = await doctor(path)
+    expect(exitCode, `${stderr}\n${JSON.stringify(report?.checks.filter((c: any) => c.status !== 'pass'))}`).toBe(0)
+    for (const check of ['dns-direct-udp-127.0.0.11', 'dns-direct-tcp-127.0.0.11', 'signal-dnsmasq', 'dns-nxdomain']) expect(checkOf(report, check).status, check).toBe('pass')
+  })
+})
