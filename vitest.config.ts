@@ -24,6 +24,19 @@ export default defineConfig({
           globalSetup: ['test/integration/global-setup.ts'],
         },
       },
+      {
+        test: {
+          // The CLI as an ordinary user on rootless Podman (scripts/setup-rootless-podman.sh).
+          name: 'rootless',
+          include: ['test/rootless/**/*.test.ts'],
+          environment: 'node',
+          pool: 'forks',
+          poolOptions: {forks: {singleFork: true}},
+          sequence: {concurrent: false},
+          testTimeout: 300_000,
+          hookTimeout: 600_000,
+        },
+      },
     ],
   },
 })

@@ -9,14 +9,16 @@
 # Podman: the lifecycle and run suites also run against Podman's API socket
 # when AGENT_SANDBOX_TEST_PODMAN=1 (CI sets it after scripts/setup-engine.sh --podman);
 # otherwise a line says that suite was not requested.
-# Usage: scripts/test-all.sh [unit|bats|integration|podman]...   (default: all)
+# Rootless Podman: the rootless suite (test/rootless) runs the CLI as the user
+# scripts/setup-rootless-podman.sh creates, when AGENT_SANDBOX_TEST_ROOTLESS=1.
+# Usage: scripts/test-all.sh [unit|bats|integration|podman|rootless]...   (default: all)
 set -uo pipefail
 
 cd "$(dirname "$0")/.." || exit 1
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 suites=("$@")
-[ "${#suites[@]}" -gt 0 ] || suites=(unit bats integration podman)
+[ "${#suites[@]}" -gt 0 ] || suites=(unit bats integration podman rootless)
 
 passed=0
 failed=0
@@ -72,8 +74,19 @@ for suite in "${suites[@]}"; do
       count_vitest "$out/podman.json" podman
       [ "$rc" -eq 0 ] || [ -s "$out/podman.json" ] || broken=$((broken + 1))
       ;;
+    rootless)
+      if [ "${AGENT_SANDBOX_TEST_ROOTLESS:-0}" != 1 ]; then
+        printf '\n=== rootless tests: not requested (set AGENT_SANDBOX_TEST_ROOTLESS=1 after scripts/setup-rootless-podman.sh) ===\n'
+        continue
+      fi
+      printf '\n=== rootless Podman tests ===\n'
+      npx vitest run --project rootless --reporter=default --reporter=json --outputFile.json="$out/rootless.json"
+      rc=$?
+      count_vitest "$out/rootless.json" rootless
+      [ "$rc" -eq 0 ] || [ -s "$out/rootless.json" ] || broken=$((broken + 1))
+      ;;
     *)
-      echo "test-all: unknown suite: $suite (use unit, bats, integration, podman)" >&2
+      echo "test-all: unknown suite: $suite (use unit, bats, integration, podman, rootless)" >&2
       exit 2
       ;;
   esac

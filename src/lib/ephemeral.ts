@@ -7,9 +7,9 @@ import {randomBytes} from 'node:crypto'
 import type {ConfigFile, NetworkMode} from './config/schema.js'
 import {ImageMissingError} from './errors.js'
 import {createPlaceholders} from './protected.js'
-import {ensureVolumes, prepareSandbox, quoteArg, requireInitialised, type Context} from './sandbox.js'
+import {createContainer, ensureVolumes, prepareSandbox, quoteArg, requireInitialised, type Context} from './sandbox.js'
 import {provisionBranch} from './shelf.js'
-import {secretValues, toCreateOptions, type SandboxSpec} from './spec.js'
+import {secretValues, type SandboxSpec} from './spec.js'
 import {Labels, type Workspace} from './workspace.js'
 import {silentReporter} from './reporter.js'
 
@@ -65,7 +65,16 @@ export async function createEphemeral(ctx: Context, ws: Workspace, options: Ephe
   const name = `agent-sandbox-${options.kind}-${ws.hash.slice(0, 12)}-${suffix}`
   const prepared = await prepareSandbox(
     ws,
-    {branch: options.branch, network: options.network, allowDomains: options.allowDomains, flags, name, cmd: options.cmd, labels: {[Labels.kind]: options.kind}},
+    {
+      branch: options.branch,
+      network: options.network,
+      allowDomains: options.allowDomains,
+      flags,
+      name,
+      cmd: options.cmd,
+      labels: {[Labels.kind]: options.kind},
+      userns: await ctx.engine.userns(),
+    },
     ctx.env,
   )
   const {spec} = prepared
@@ -74,6 +83,6 @@ export async function createEphemeral(ctx: Context, ws: Workspace, options: Ephe
   }
   await ensureVolumes(ctx, ws, spec)
   createPlaceholders(ws.path, prepared.placeholders, ws)
-  const id = await ctx.engine.containers.create(toCreateOptions(spec))
+  const id = await createContainer(ctx, spec)
   return {id, name, spec, secrets: secretValues(spec)}
 }

@@ -5,7 +5,7 @@
 import type {ConfigFile, NetworkMode, Settings} from './config/schema.js'
 import {loadSettings} from './config/load.js'
 import type {ContainerInfo, Engine} from './engine/index.js'
-import {NotInitialisedError, NotReadyError, SandboxError} from './errors.js'
+import {EngineError, NotInitialisedError, NotReadyError, SandboxError} from './errors.js'
 import {hostGitIdentity} from './gitconfig.js'
 import {buildRepoImage} from './images.js'
 import {withLock} from './lock.js'
@@ -35,6 +35,8 @@ export interface SandboxOptions {
   name?: string
   cmd?: string[]
   labels?: Record<string, string>
+  /** The engine's user namespace mode (Engine.userns()). */
+  userns?: string
 }
 
 export {isInitialised, quoteArg, requireInitialised} from './workspace.js'
@@ -65,6 +67,7 @@ export async function prepareSandbox(ws: Workspace, options: SandboxOptions, env
     cmd: options.cmd,
     labels: options.labels,
     ghapp: ghapp?.spec,
+    userns: options.userns,
   })
   return {spec, settings, placeholders: plan.placeholders, skipped: plan.skipped, ghapp}
 }
@@ -94,7 +97,7 @@ export async function startSandbox(ctx: Context, ws: Workspace, options: Sandbox
       if (options.branch !== undefined) {
         await provisionBranch(ctx.engine, ws, options.branch, {baseTag: options.baseTag, reporter, env: ctx.env})
       }
-      const prepared = await prepareSandbox(ws, options, ctx.env)
+      const prepared = await prepareSandbox(ws, {...options, userns: await ctx.engine.userns()}, ctx.env)
       for (const s of prepared.skipped) reporter.warn(`protected path ${s.relative} not mounted: ${s.reason}`)
       const {ghapp} = prepared
       // The first token is minted here, so git works as soon as the sandbox is up; a refresher keeps it fresh.
@@ -137,7 +140,7 @@ async function createAndStart(ctx: Context, ws: Workspace, prepared: PreparedSan
   }
   process.once('SIGINT', abort)
   try {
-    id = await reporter.step(`Creating ${spec.name}`, () => ctx.engine.containers.create(toCreateOptions(spec)))
+    id = await reporter.step(`Creating ${spec.name}`, () => createContainer(ctx, spec))
     await ctx.engine.containers.start(id)
     const created = id
     const container = await reporter.step('Waiting for the firewall and set-up', () => waitReady(ctx, {id: created, name: spec.name}))
@@ -152,6 +155,29 @@ async function createAndStart(ctx: Context, ws: Workspace, prepared: PreparedSan
   } finally {
     process.removeListener('SIGINT', abort)
   }
+}
+
+/**
+ * Create the container, and make sure the engine applied the limits asked for:
+ * rootless Podman on cgroup v1 accepts memory, CPU and pids limits and drops
+ * them without an error (only its own log says so). Never run with less
+ * isolation than asked for: such a container is removed again.
+ */
+export async function createContainer(ctx: Context, spec: SandboxSpec): Promise<string> {
+  const id = await ctx.engine.containers.create(toCreateOptions(spec))
+  if (!spec.limits.memoryBytes && !spec.limits.nanoCpus && !spec.limits.pids) return id
+  const dropped = droppedLimits(spec, await ctx.engine.containers.inspect(id))
+  if (dropped.length === 0) return id
+  await ctx.engine.containers.remove(id, {force: true})
+  throw new EngineError('unsupported', `the engine accepted but does not enforce the ${dropped.join(', ')} limit (rootless Podman cannot on a cgroup v1 host)`, {
+    hint: 'drop --memory/--cpus/--pids-limit and the config limits, or use rootful Podman, Docker, or a cgroup v2 host that delegates controllers to your user',
+  })
+}
+
+/** Which requested limits the created container does not have. Pure. */
+export function droppedLimits(spec: Pick<SandboxSpec, 'limits'>, applied: {memory: number; nanoCpus: number; pidsLimit: number} | undefined): string[] {
+  const {memoryBytes, nanoCpus, pids} = spec.limits
+  return [memoryBytes && !applied?.memory ? 'memory' : '', nanoCpus && !applied?.nanoCpus ? 'cpus' : '', pids && !applied?.pidsLimit ? 'pids' : ''].filter(Boolean)
 }
 
 export async function ensureVolumes(ctx: Context, ws: Workspace, spec: SandboxSpec): Promise<void> {

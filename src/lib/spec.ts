@@ -50,6 +50,8 @@ export interface SandboxSpec {
   networkMode: string
   ports: PortSpec[]
   limits: {memoryBytes?: number; nanoCpus?: number; pids?: number}
+  /** `keep-id` on rootless Podman: your uid is the same inside, so `node`, renumbered to it, owns the workspace. */
+  userns?: string
   cmd?: string[]
 }
 
@@ -75,6 +77,8 @@ export interface SpecOptions {
   cmd?: string[]
   /** GitHub App token for git and gh (docs/github-app.md): the host directory holding ghapp_token, and where it is used. */
   ghapp?: GhappSpec
+  /** The engine's user namespace mode (Engine.userns(): `keep-id` on rootless Podman). */
+  userns?: string
 }
 
 export interface GhappSpec {
@@ -213,6 +217,7 @@ export function buildSpec(ws: Workspace, settings: Settings, options: SpecOption
     networkMode: network === 'none' ? 'none' : settings.dockerNetwork,
     ports,
     limits,
+    ...(options.userns ? {userns: options.userns} : {}),
     cmd: options.cmd,
   }
   spec.labels['dev.agent-sandbox.spec'] = specHash(spec)
@@ -268,6 +273,7 @@ export function toCreateOptions(spec: SandboxSpec): ContainerCreateOptions {
       MemorySwap: spec.limits.memoryBytes,
       NanoCpus: spec.limits.nanoCpus,
       PidsLimit: spec.limits.pids,
+      ...(spec.userns ? {UsernsMode: spec.userns} : {}),
     },
   }
 }
@@ -292,6 +298,7 @@ export function toDockerRunArgs(spec: SandboxSpec): string[] {
   for (const cap of spec.capAdd) args.push('--cap-add', cap)
   for (const opt of spec.securityOpt) args.push('--security-opt', opt)
   args.push('--network', spec.networkMode)
+  if (spec.userns) args.push('--userns', spec.userns)
   for (const [k, v] of Object.entries(spec.labels).sort(([a], [b]) => a.localeCompare(b))) args.push('--label', `${k}=${v}`)
   for (const m of spec.mounts) {
     if (m.type === 'tmpfs') {
@@ -318,7 +325,8 @@ export function toDockerRunArgs(spec: SandboxSpec): string[] {
  */
 export function toShellCommand(spec: SandboxSpec, placeholders: Array<{path: string; kind: 'file' | 'dir'}> = []): string {
   const prep = placeholders.map((p) => (p.kind === 'dir' ? `mkdir -p -- ${shellQuote(p.path)}` : `touch -- ${shellQuote(p.path)}`))
-  return [...prep, ['docker', ...toDockerRunArgs(spec)].map(shellQuote).join(' ')].join(' && ')
+  // Only podman's CLI knows keep-id (the docker CLI refuses it).
+  return [...prep, [spec.userns ? 'podman' : 'docker', ...toDockerRunArgs(spec)].map(shellQuote).join(' ')].join(' && ')
 }
 
 /** Every value that must never be printed. */

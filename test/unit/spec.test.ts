@@ -13,6 +13,7 @@ import {
   specHash,
   toCreateOptions,
   toDockerRunArgs,
+  toShellCommand,
   type SandboxSpec,
   type SpecOptions,
 } from '../../src/lib/spec.js'
@@ -348,6 +349,20 @@ describe('toCreateOptions', () => {
     expect(create.HostConfig?.Mounts?.some((m) => (m.Type as string) === 'tmpfs')).toBe(false)
     expect(create.HostConfig?.Mounts).toHaveLength(spec.mounts.length - 1)
     expect(create.Env).toContain('AGENT_SANDBOX_NETWORK=firewall')
+    expect(create.HostConfig).not.toHaveProperty('UsernsMode')
+  })
+
+  it('creates in the keep-id user namespace on rootless Podman, as root, and show-run says so with podman', () => {
+    const spec = buildSpec(ws, settings(), {protectedPaths, userns: 'keep-id'})
+    const create = toCreateOptions(spec)
+    expect(create.HostConfig?.UsernsMode).toBe('keep-id')
+    // keep-id alone would start the container as your uid: the entrypoint needs root.
+    expect(create.User).toBe('root')
+    const args = toDockerRunArgs(spec)
+    expect(args.slice(args.indexOf('--userns'), args.indexOf('--userns') + 2)).toEqual(['--userns', 'keep-id'])
+    expect(toShellCommand(spec)).toMatch(/^podman run /)
+    expect(toShellCommand(buildSpec(ws, settings(), {protectedPaths}))).toMatch(/^docker run /)
+    expect(specHash(spec)).not.toBe(specHash(buildSpec(ws, settings(), {protectedPaths})))
   })
 })
 

@@ -146,6 +146,14 @@ export class EngineApi {
     }
   }
 
+  /** A call's response headers (the body is read and dropped); non-2xx statuses reject. */
+  async headers(method: string, path: string): Promise<IncomingMessage['headers']> {
+    const res = (await this.send(method, path)) as IncomingMessage
+    if ((res.statusCode ?? 0) >= 300) return EngineApi.fail(res, method, path)
+    await EngineApi.read(res)
+    return res.headers
+  }
+
   /** The whole body as bytes (logs). */
   async buffer(method: string, path: string, options: CallOptions = {}): Promise<Buffer> {
     const res = (await this.send(method, path, options)) as IncomingMessage

@@ -3,7 +3,7 @@
  * an Engine built once per process and passed down.
  */
 import type Dockerode from 'dockerode'
-import {existsSync} from 'node:fs'
+import {existsSync, statSync} from 'node:fs'
 import {delimiter, join} from 'node:path'
 import {run, type RunOptions, type RunResult} from '../proc.js'
 import {EngineApi} from './api.js'
@@ -37,6 +37,12 @@ export interface Engine {
   ping(): Promise<void>
   kind(): Promise<EngineKind>
   version(): Promise<string>
+  /**
+   * The user namespace every container of ours must be created in: `keep-id`
+   * on rootless Podman (its root is your uid, so without it the workspace's
+   * owner is root inside and `node` cannot write to it), else undefined.
+   */
+  userns(): Promise<string | undefined>
   /** The dockerode client for the same endpoint, loaded on first use (an escape hatch; the CLI does not need it). */
   raw(): Promise<Dockerode>
 }
@@ -63,6 +69,8 @@ export async function connectEngine(options: ConnectOptions = {}): Promise<Engin
         await docker.ping()
       },
       version: () => docker.version() as Promise<RawVersion>,
+      info: () => docker.info() as Promise<RawInfo>,
+      pingHeaders: async () => ({}),
       raw: async () => docker,
     }
     return new DockerEngine(backend, choice, env, requested)
@@ -77,6 +85,8 @@ export async function connectEngine(options: ConnectOptions = {}): Promise<Engin
       await api.json('GET', '/_ping')
     },
     version: () => api.json<RawVersion>('GET', '/version'),
+    info: () => api.json<RawInfo>('GET', '/info'),
+    pingHeaders: () => api.headers('GET', '/_ping'),
     raw: () => (dockerode ??= createDockerode(endpoint)),
   }
   return new DockerEngine(backend, choice, env, requested)
@@ -87,6 +97,13 @@ interface RawVersion {
   Components?: Array<{Name: string}>
 }
 
+interface RawInfo {
+  /** Podman only. */
+  Rootless?: boolean
+  /** Rootless Docker says `name=rootless` here. */
+  SecurityOptions?: string[] | null
+}
+
 /** What an engine is made of: the resource clients, and the calls about the engine itself. */
 interface Backend {
   containers: ContainerClient
@@ -94,6 +111,8 @@ interface Backend {
   volumes: VolumeClient
   ping(): Promise<void>
   version(): Promise<RawVersion>
+  info(): Promise<RawInfo>
+  pingHeaders(): Promise<Record<string, string | string[] | undefined>>
   raw(): Promise<Dockerode>
 }
 
@@ -105,6 +124,7 @@ class DockerEngine implements Engine {
   readonly volumes: VolumeClient
   readonly cli: EngineCli
   private versionInfo?: Promise<{kind: EngineKind; version: string}>
+  private usernsMode?: Promise<string | undefined>
 
   constructor(
     private readonly backend: Backend,
@@ -117,7 +137,32 @@ class DockerEngine implements Engine {
     this.containers = guard(backend.containers, choice.endpoint)
     this.images = guard(backend.images, choice.endpoint)
     this.volumes = guard(backend.volumes, choice.endpoint)
-    this.cli = new ProcessCli(pickCliBinary(env, requestedKind), choice.endpoint)
+    this.cli = new ProcessCli(pickCliBinary(env, requestedKind), choice.endpoint, () => this.userns(), Boolean(env.AGENT_SANDBOX_DOCKER_CLI))
+  }
+
+  userns(): Promise<string | undefined> {
+    this.usernsMode ??= this.detectRootlessPodman().then(
+      (rootlessPodman) => (rootlessPodman ? 'keep-id' : undefined),
+      (error: unknown) => {
+        throw classifyEngineError(error, this.endpoint)
+      },
+    )
+    return this.usernsMode
+  }
+
+  /**
+   * Rootless Podman? On a local socket, cheaply: a rootless service runs as, and
+   * owns its socket as, a user; a rootful one as root. Podman says who it is in
+   * its ping's headers. Elsewhere (tcp, ssh) /info says so (Podman: `Rootless`),
+   * at the cost of a slow call on Podman (about 0.3 s), once per command.
+   */
+  private async detectRootlessPodman(): Promise<boolean> {
+    if (this.endpoint.kind === 'socket') {
+      const owner = socketOwner(this.endpoint.socketPath)
+      if (owner === 0) return false
+      if (owner !== undefined) return isPodmanPing(await this.backend.pingHeaders())
+    }
+    return rootlessPodmanInfo(await this.backend.info())
   }
 
   /** The dockerode client for the same endpoint (loaded on first use). */
@@ -154,6 +199,24 @@ class DockerEngine implements Engine {
       },
     )
     return this.versionInfo
+  }
+}
+
+/** Whether an engine's ping headers are Podman's. Pure. */
+export function isPodmanPing(headers: Record<string, string | string[] | undefined>): boolean {
+  return Object.keys(headers).some((name) => name.toLowerCase() === 'libpod-api-version')
+}
+
+/** Whether /info describes rootless Podman (rootless Docker has no keep-id). Pure. */
+export function rootlessPodmanInfo(info: RawInfo): boolean {
+  return info.Rootless === true
+}
+
+function socketOwner(path: string): number | undefined {
+  try {
+    return statSync(path).uid
+  } catch {
+    return undefined
   }
 }
 
@@ -196,10 +259,25 @@ class ProcessCli implements EngineCli {
   constructor(
     readonly binary: string,
     private readonly endpoint: Endpoint,
+    private readonly userns: () => Promise<string | undefined>,
+    /** AGENT_SANDBOX_DOCKER_CLI names the binary: never switch it. */
+    private readonly pinned: boolean,
   ) {}
 
-  run(args: readonly string[], options: RunOptions = {}): Promise<RunResult> {
-    const hostEnv = this.binary.endsWith('podman') ? {CONTAINER_HOST: this.endpoint.dockerHost} : {DOCKER_HOST: this.endpoint.dockerHost}
-    return run(this.binary, args, {...options, env: {...hostEnv, ...options.env}})
+  async run(args: readonly string[], options: RunOptions = {}): Promise<RunResult> {
+    const {binary, argv} = helperRunArgs(this.binary, args, args[0] === 'run' ? await this.userns() : undefined, this.pinned)
+    const hostEnv = binary.endsWith('podman') ? {CONTAINER_HOST: this.endpoint.dockerHost} : {DOCKER_HOST: this.endpoint.dockerHost}
+    return run(binary, argv, {...options, env: {...hostEnv, ...options.env}})
   }
+}
+
+/**
+ * Helper containers (`run`: branch provisioning, agent config) share volumes
+ * with sandboxes, so they need the same user namespace. The docker CLI refuses
+ * `--userns keep-id`, so on rootless Podman they go through podman's own CLI
+ * (a remote client of the same socket) unless AGENT_SANDBOX_DOCKER_CLI pins one. Pure.
+ */
+export function helperRunArgs(binary: string, args: readonly string[], userns: string | undefined, pinned: boolean): {binary: string; argv: string[]} {
+  if (!userns || args[0] !== 'run') return {binary, argv: [...args]}
+  return {binary: pinned ? binary : 'podman', argv: ['run', '--userns', userns, ...args.slice(1)]}
 }
