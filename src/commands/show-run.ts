@@ -2,7 +2,7 @@ import {BaseCommand} from '../cli/base.js'
 import {branchFlag, networkFlag, pathArg} from '../cli/flags.js'
 import type {NetworkMode} from '../lib/config/schema.js'
 import {EngineError} from '../lib/errors.js'
-import {prepareSandbox} from '../lib/sandbox.js'
+import {engineTraits, prepareSandbox} from '../lib/sandbox.js'
 import {posix} from 'node:path'
 import {secretValues, toShellCommand} from '../lib/spec.js'
 import {resolveWorkspace} from '../lib/workspace.js'
@@ -17,17 +17,17 @@ export default class ShowRun extends BaseCommand {
   async run(): Promise<void> {
     const {args, flags} = await this.parse(ShowRun)
     const ws = resolveWorkspace(args.path)
-    const {spec, placeholders} = await prepareSandbox(ws, {branch: flags.branch, network: flags.network as NetworkMode | undefined, userns: await this.userns(flags)})
+    const {spec, placeholders} = await prepareSandbox(ws, {branch: flags.branch, network: flags.network as NetworkMode | undefined, ...(await this.traits(flags))})
     this.secrets.push(...secretValues(spec))
     this.out(toShellCommand(spec, placeholders.map((p) => ({path: posix.join(ws.path, p.relative), kind: p.kind}))))
   }
 
-  /** The engine's user namespace mode when it answers; show-run itself needs no engine. */
-  private async userns(flags: {engine?: string}): Promise<string | undefined> {
+  /** What the engine needs (user namespace, SELinux) when it answers; show-run itself needs no engine. */
+  private async traits(flags: {engine?: string}): Promise<{userns?: string; selinux?: boolean}> {
     try {
-      return await (await this.engine(flags)).userns()
+      return await engineTraits({engine: await this.engine(flags)})
     } catch (error) {
-      if (error instanceof EngineError) return undefined
+      if (error instanceof EngineError) return {}
       throw error
     }
   }

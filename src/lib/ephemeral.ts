@@ -7,7 +7,7 @@ import {randomBytes} from 'node:crypto'
 import type {ConfigFile, NetworkMode} from './config/schema.js'
 import {ImageMissingError} from './errors.js'
 import {createPlaceholders} from './protected.js'
-import {createContainer, ensureVolumes, prepareSandbox, quoteArg, requireInitialised, type Context} from './sandbox.js'
+import {createContainer, engineTraits, ensureVolumes, prepareSandbox, quoteArg, requireInitialised, type Context} from './sandbox.js'
 import {provisionBranch} from './shelf.js'
 import {secretValues, type SandboxSpec} from './spec.js'
 import {Labels, type Workspace} from './workspace.js'
@@ -73,7 +73,7 @@ export async function createEphemeral(ctx: Context, ws: Workspace, options: Ephe
       name,
       cmd: options.cmd,
       labels: {[Labels.kind]: options.kind},
-      userns: await ctx.engine.userns(),
+      ...(await engineTraits(ctx)),
     },
     ctx.env,
   )

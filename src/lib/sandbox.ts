@@ -37,6 +37,8 @@ export interface SandboxOptions {
   labels?: Record<string, string>
   /** The engine's user namespace mode (Engine.userns()). */
   userns?: string
+  /** The engine's host uses SELinux labels (Engine.selinux()). */
+  selinux?: boolean
 }
 
 export {isInitialised, quoteArg, requireInitialised} from './workspace.js'
@@ -68,6 +70,7 @@ export async function prepareSandbox(ws: Workspace, options: SandboxOptions, env
     labels: options.labels,
     ghapp: ghapp?.spec,
     userns: options.userns,
+    selinux: options.selinux,
   })
   return {spec, settings, placeholders: plan.placeholders, skipped: plan.skipped, ghapp}
 }
@@ -97,7 +100,7 @@ export async function startSandbox(ctx: Context, ws: Workspace, options: Sandbox
       if (options.branch !== undefined) {
         await provisionBranch(ctx.engine, ws, options.branch, {baseTag: options.baseTag, reporter, env: ctx.env})
       }
-      const prepared = await prepareSandbox(ws, {...options, userns: await ctx.engine.userns()}, ctx.env)
+      const prepared = await prepareSandbox(ws, {...options, ...(await engineTraits(ctx))}, ctx.env)
       for (const s of prepared.skipped) reporter.warn(`protected path ${s.relative} not mounted: ${s.reason}`)
       const {ghapp} = prepared
       // The first token is minted here, so git works as soon as the sandbox is up; a refresher keeps it fresh.
@@ -155,6 +158,12 @@ async function createAndStart(ctx: Context, ws: Workspace, prepared: PreparedSan
   } finally {
     process.removeListener('SIGINT', abort)
   }
+}
+
+/** What the spec needs to know about the engine (cheap on a local engine; see Engine). */
+export async function engineTraits(ctx: Context): Promise<{userns?: string; selinux: boolean}> {
+  const [userns, selinux] = await Promise.all([ctx.engine.userns(), ctx.engine.selinux()])
+  return {userns, selinux}
 }
 
 /**

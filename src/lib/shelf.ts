@@ -15,7 +15,7 @@ import {ensureBaseImage} from './images.js'
 import {withLock} from './lock.js'
 import {run} from './proc.js'
 import {silentReporter, type Reporter} from './reporter.js'
-import {workspaceMountPath} from './spec.js'
+import {bindString, wantsRelabel, workspaceMountPath} from './spec.js'
 import {Labels, Names, sanitizeBranch, validateBranch, type Workspace} from './workspace.js'
 
 export interface HostRepoInfo {
@@ -88,8 +88,22 @@ interface HelperRun {
   entrypoint: string
   args: string[]
   network: string
-  extraMounts?: string[]
+  /** Read-only host directories besides the workspace (a local origin). */
+  extraBinds?: string[]
   baseTag: string
+  /** Relabel the host directories for SELinux (spec.ts wantsRelabel). */
+  relabel: boolean
+}
+
+/** `--mount` a host directory read-only, or `--volume` it with a shared SELinux relabel (only that form can relabel). */
+function readOnlyBind(source: string, target: string, relabel: boolean): string[] {
+  if (!relabel) return ['--mount', csvMount('bind', source, target, true)]
+  if (source.includes(':') || target.includes(':')) {
+    throw new UsageError(`cannot relabel ${source} for SELinux: the path contains a colon`, {
+      hint: 'rename the directory, or set "selinuxRelabel": "off" and disable labels for containers (containers.conf: label = false)',
+    })
+  }
+  return ['--volume', bindString({type: 'bind', source, target, readOnly: true, relabel: 'shared'})]
 }
 
 /** Run one of the image's shelf scripts in a short-lived root container with the shelf and the workspace (read-only). */
@@ -119,9 +133,8 @@ async function runShelfHelper(engine: Engine, ws: Workspace, helper: HelperRun) 
     'no-new-privileges',
     '--mount',
     `type=volume,source=${Names.shelfVolume(ws)},target=/repo-shelf`,
-    '--mount',
-    csvMount('bind', ws.path, workspaceMountPath(ws), true),
-    ...(helper.extraMounts ?? []).flatMap((m) => ['--mount', m]),
+    ...readOnlyBind(ws.path, workspaceMountPath(ws), helper.relabel),
+    ...(helper.extraBinds ?? []).flatMap((dir) => readOnlyBind(dir, dir, helper.relabel)),
     Names.baseImage(helper.baseTag),
     ...helper.args,
   ]
@@ -170,6 +183,7 @@ export async function provisionBranch(engine: Engine, ws: Workspace, branch: str
   await ensureBaseImage(engine, baseTag)
   const owner = shelfOwner(ws)
   const network = info.originUrl && !localOriginPath(info.originUrl) ? settings.dockerNetwork : 'none'
+  const relabel = wantsRelabel(settings.selinuxRelabel, await engine.selinux())
   return withLock(
     `shelf-${ws.hash}`,
     async () => {
@@ -184,8 +198,9 @@ export async function provisionBranch(engine: Engine, ws: Workspace, branch: str
           entrypoint: '/usr/local/sbin/provision-shelf',
           args: [ws.repoName, branch, sanitizeBranch(branch), info.originUrl ?? '', info.hooksPath, String(owner.uid), String(owner.gid)],
           network,
-          extraMounts: info.localOrigin ? [csvMount('bind', info.localOrigin, info.localOrigin, true)] : [],
+          extraBinds: info.localOrigin ? [info.localOrigin] : [],
           baseTag,
+          relabel,
         }),
       )
       relayWarnings(result.stderr, reporter)
@@ -227,6 +242,7 @@ export async function removeWorktree(engine: Engine, ws: Workspace, branch: stri
         args: [branch, sanitizeBranch(branch), options.force ? '1' : '0', String(owner.uid), String(owner.gid)],
         network: 'none',
         baseTag,
+        relabel: wantsRelabel(settings.selinuxRelabel, await engine.selinux()),
       })
       if (result.exitCode === 3) {
         const lost = result.stdout

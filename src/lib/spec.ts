@@ -9,6 +9,7 @@ import {posix} from 'node:path'
 import type {NetworkMode, Settings} from './config/schema.js'
 import {Labels, Names, sanitizeBranch, workspaceLabels, type Workspace} from './workspace.js'
 import type {MountSpec} from './engine/types.js'
+import {UsageError} from './errors.js'
 
 export const STATE_DIR = '/run/agent-sandbox'
 export const SANDBOX_USER = 'node'
@@ -79,6 +80,8 @@ export interface SpecOptions {
   ghapp?: GhappSpec
   /** The engine's user namespace mode (Engine.userns(): `keep-id` on rootless Podman). */
   userns?: string
+  /** The engine's host uses SELinux labels (Engine.selinux()); with selinuxRelabel `auto`, bind mounts are relabelled. */
+  selinux?: boolean
 }
 
 export interface GhappSpec {
@@ -136,6 +139,29 @@ export function parseSize(text: string): number {
   return Math.round(Number(match[1]) * unit)
 }
 
+/** Whether bind mounts are relabelled for SELinux: the setting, or with `auto` what the engine says. Pure. */
+export function wantsRelabel(setting: Settings['selinuxRelabel'], selinux: boolean | undefined): boolean {
+  return setting === 'on' || (setting === 'auto' && selinux === true)
+}
+
+/**
+ * Relabel bind mounts for SELinux: the workspace (and the protected paths in
+ * it) is shared by every sandbox and run of the workspace (:z); the token
+ * directory belongs to one sandbox (:Z). The engine API can relabel only
+ * `src:dst:opts` binds, which cannot hold a path with a colon.
+ */
+function relabelBinds(mounts: MountSpec[]): void {
+  for (const m of mounts) {
+    if (m.type !== 'bind') continue
+    if (m.source.includes(':') || m.target.includes(':')) {
+      throw new UsageError(`cannot relabel ${m.source} for SELinux: the path contains a colon`, {
+        hint: 'rename the directory, or set "selinuxRelabel": "off" and disable labels for containers (containers.conf: label = false)',
+      })
+    }
+    m.relabel = m.target === '/run/secrets' ? 'private' : 'shared'
+  }
+}
+
 export function buildSpec(ws: Workspace, settings: Settings, options: SpecOptions): SandboxSpec {
   const network = options.network ?? settings.network
   const wsMount = workspaceMountPath(ws)
@@ -156,6 +182,7 @@ export function buildSpec(ws: Workspace, settings: Settings, options: SpecOption
     {type: 'tmpfs', source: '', target: STATE_DIR, readOnly: false},
   ]
   if (options.ghapp) mounts.push({type: 'bind', source: options.ghapp.secretsDir, target: '/run/secrets', readOnly: true})
+  if (wantsRelabel(settings.selinuxRelabel, options.selinux)) relabelBinds(mounts)
   const ports = network === 'none' ? [] : settings.ports.map(parsePort)
   const allowDomains = [...new Set([...settings.allowDomains, ...(options.extraAllowDomains ?? []), ...(options.ghapp?.allowDomains ?? [])])]
   const env: EnvEntry[] = [
@@ -260,8 +287,10 @@ export function toCreateOptions(spec: SandboxSpec): ContainerCreateOptions {
     ExposedPorts: exposed,
     HostConfig: {
       Mounts: spec.mounts
-        .filter((m) => m.type !== 'tmpfs')
+        .filter((m) => m.type !== 'tmpfs' && !m.relabel)
         .map((m) => ({Type: m.type, Source: m.source, Target: m.target, ReadOnly: m.readOnly})),
+      // Only `Binds` can ask the engine to relabel (Mounts has no field for it).
+      ...(spec.mounts.some((m) => m.relabel) ? {Binds: spec.mounts.filter((m) => m.relabel).map(bindString)} : {}),
       Tmpfs: tmpfs,
       CapAdd: spec.capAdd,
       CapDrop: spec.capDrop,
@@ -276,6 +305,11 @@ export function toCreateOptions(spec: SandboxSpec): ContainerCreateOptions {
       ...(spec.userns ? {UsernsMode: spec.userns} : {}),
     },
   }
+}
+
+/** A relabelled bind as `src:dst:[ro,]z|Z`. */
+export function bindString(m: MountSpec): string {
+  return `${m.source}:${m.target}:${[...(m.readOnly ? ['ro'] : []), m.relabel === 'private' ? 'Z' : 'z'].join(',')}`
 }
 
 /** Quote for a POSIX shell: safe for spaces, quotes, `$(…)` and unicode. */
@@ -303,6 +337,10 @@ export function toDockerRunArgs(spec: SandboxSpec): string[] {
   for (const m of spec.mounts) {
     if (m.type === 'tmpfs') {
       args.push('--tmpfs', `${m.target}:mode=755`)
+      continue
+    }
+    if (m.relabel) {
+      args.push('--volume', bindString(m))
       continue
     }
     const fields = [`type=${m.type}`, mountField('source', m.source), mountField('target', m.target)]

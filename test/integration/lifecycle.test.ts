@@ -273,6 +273,31 @@ describe('show-run', () => {
   })
 })
 
+describe('SELinux relabelling (forced on: this host has no SELinux, so the engine accepts the labels and changes nothing)', () => {
+  it('mounts binds with :z, works, provisions branches, and show-run makes the same container', async () => {
+    const ws = await workspace('relabel')
+    writeFileSync(join(ws, '.agent-sandbox', 'config.json'), JSON.stringify({selinuxRelabel: 'on'}))
+    const name = await containerName(ws)
+    const a = await inspect(name)
+    expect(a.HostConfig.Binds).toContain(`${ws}:/workspace/relabel:z`)
+    expect(a.HostConfig.Binds).toContain(`${ws}/.agent-sandbox:/workspace/relabel/.agent-sandbox:ro,z`)
+    expect((a.HostConfig.Mounts ?? []).filter((m: any) => m.Type === 'bind')).toEqual([])
+    expect((await sbx(ws, 'sh', '-c', 'touch relabelled && ! touch .agent-sandbox/x')).exitCode).toBe(0)
+    expect(statSync(join(ws, 'relabelled')).uid).toBe(TEST_UID)
+    const checkout = await cli(['checkout', 'feat', ws])
+    expect(checkout.exitCode, checkout.stderr).toBe(0)
+    const shown = await cli(['show-run', ws])
+    expect(shown.exitCode, shown.stderr).toBe(0)
+    expect(shown.stdout).toContain(` --volume ${ws}:/workspace/relabel:z `)
+    expect((await cli(['rm', ws])).exitCode).toBe(0)
+    expect((await run('sh', ['-c', shown.stdout])).exitCode).toBe(0)
+    const b = await inspect(name)
+    expect([...b.HostConfig.Binds].sort()).toEqual([...a.HostConfig.Binds].sort())
+    expect(b.HostConfig.Mounts).toEqual(a.HostConfig.Mounts)
+    expect(b.Config.Labels['dev.agent-sandbox.spec']).toBe(a.Config.Labels['dev.agent-sandbox.spec'])
+  })
+})
+
 describe('volume', () => {
   it('prints the config volume names', async () => {
     const r = await cli(['volume'])

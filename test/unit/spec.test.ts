@@ -366,6 +366,39 @@ describe('toCreateOptions', () => {
   })
 })
 
+describe('SELinux relabelling', () => {
+  const ghapp = {secretsDir: '/run/user/1000/agent-sandbox/x', gitOrigin: 'https://github.com', ghHost: 'github.com', allowDomains: []}
+
+  it('relabels every bind mount with auto on an SELinux host: the workspace shared (:z), the token directory private (:Z)', () => {
+    const spec = buildSpec(ws, settings(), {protectedPaths, selinux: true, ghapp})
+    const create = toCreateOptions(spec)
+    expect(create.HostConfig?.Binds).toEqual([
+      '/home/me/My Repo:/workspace/My Repo:z',
+      '/home/me/My Repo/.git/hooks:/workspace/My Repo/.git/hooks:ro,z',
+      '/home/me/My Repo/.agent-sandbox:/workspace/My Repo/.agent-sandbox:ro,z',
+      '/run/user/1000/agent-sandbox/x:/run/secrets:ro,Z',
+    ])
+    // Volumes stay mounts; no bind is mounted twice.
+    expect(create.HostConfig?.Mounts?.map((m) => m.Type)).toEqual(['volume', 'volume', 'volume', 'volume'])
+    const args = toDockerRunArgs(spec)
+    expect(args.filter((_, i) => args[i - 1] === '--volume')).toEqual(create.HostConfig?.Binds)
+    expect(args.filter((a, i) => args[i - 1] === '--mount' && a.startsWith('type=bind'))).toEqual([])
+  })
+
+  it('follows the setting: off never relabels, on always does, auto only on SELinux hosts', () => {
+    expect(toCreateOptions(buildSpec(ws, settings({selinuxRelabel: 'off'}), {protectedPaths, selinux: true})).HostConfig).not.toHaveProperty('Binds')
+    expect(toCreateOptions(buildSpec(ws, settings(), {protectedPaths, selinux: false})).HostConfig).not.toHaveProperty('Binds')
+    expect(toCreateOptions(buildSpec(ws, settings(), {protectedPaths})).HostConfig).not.toHaveProperty('Binds')
+    expect(toCreateOptions(buildSpec(ws, settings({selinuxRelabel: 'on'}), {protectedPaths, selinux: false})).HostConfig?.Binds).toHaveLength(3)
+  })
+
+  it('refuses a path with a colon, which a relabelled bind cannot hold', () => {
+    const colon = describeWorkspace('/home/me/a:b', 1000, 1000)
+    expect(() => buildSpec(colon, settings(), {protectedPaths, selinux: true})).toThrow(/cannot relabel \/home\/me\/a:b for SELinux: the path contains a colon/)
+    expect(() => buildSpec(colon, settings(), {protectedPaths, selinux: false})).not.toThrow()
+  })
+})
+
 describe('shellQuote', () => {
   const words = ['plain', 'with space', "it's", '"double"', '$(touch /tmp/pwned-by-test)', '`id`', '$HOME', 'naïve 日本語 🎉', 'a\nb', '', '-n', '*', 'back\\slash', "'", "''"]
 

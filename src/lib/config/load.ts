@@ -76,6 +76,7 @@ export function envLayer(env: NodeJS.ProcessEnv): ConfigFile {
   if (env.AGENT_SANDBOX_BASE_TAG) raw.baseTag = env.AGENT_SANDBOX_BASE_TAG
   if (env.AGENT_SANDBOX_NETWORK) raw.network = env.AGENT_SANDBOX_NETWORK
   if (env.AGENT_SANDBOX_DOCKER_NETWORK) raw.dockerNetwork = env.AGENT_SANDBOX_DOCKER_NETWORK
+  if (env.AGENT_SANDBOX_SELINUX_RELABEL) raw.selinuxRelabel = env.AGENT_SANDBOX_SELINUX_RELABEL
   if (env.AGENT_SANDBOX_ALLOW_DOMAINS) raw.allowDomains = list(env.AGENT_SANDBOX_ALLOW_DOMAINS)
   if (env.AGENT_SANDBOX_PROTECTED_PATHS) raw.protectedPaths = list(env.AGENT_SANDBOX_PROTECTED_PATHS)
   const limits: Record<string, unknown> = {}
@@ -136,7 +137,7 @@ function refuseWorkspaceGithub(layer: ConfigFile | undefined, path: string): voi
 }
 
 const LIST_KEYS = ['protectedPaths', 'secretEnv', 'ports', 'allowDomains'] as const
-const SCALAR_KEYS = ['baseTag', 'network', 'dockerNetwork', 'sharedAgentConfig'] as const
+const SCALAR_KEYS = ['baseTag', 'network', 'dockerNetwork', 'sharedAgentConfig', 'selinuxRelabel'] as const
 
 /** Pure merge of layers given lowest first. */
 export function mergeLayers(layers: Array<[Source, ConfigFile | undefined]>, files = {workspace: '', user: ''}): LoadedSettings {

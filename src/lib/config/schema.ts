@@ -59,6 +59,7 @@ export const ConfigFileSchema = z
     dockerNetwork: z.string().min(1).optional(),
     limits: LimitsSchema.optional(),
     sharedAgentConfig: z.boolean().optional(),
+    selinuxRelabel: z.enum(['auto', 'on', 'off']).optional(),
     github: GithubSchema.optional(),
   })
   .strict()
@@ -78,6 +79,8 @@ export interface Settings {
   dockerNetwork: string
   limits: {memory?: string; cpus?: number; pids?: number}
   sharedAgentConfig: boolean
+  /** Relabel bind mounts for SELinux (`:z`): auto = when the engine's host enforces SELinux labels. */
+  selinuxRelabel: 'auto' | 'on' | 'off'
   github: GithubSettings
 }
 
@@ -103,6 +106,7 @@ export const DEFAULTS: Settings = {
   dockerNetwork: 'bridge',
   limits: {},
   sharedAgentConfig: true,
+  selinuxRelabel: 'auto',
   github: {apiUrl: 'https://api.github.com', refreshMarginSeconds: 300},
 }
 

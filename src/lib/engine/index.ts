@@ -43,6 +43,8 @@ export interface Engine {
    * owner is root inside and `node` cannot write to it), else undefined.
    */
   userns(): Promise<string | undefined>
+  /** Whether the engine's host labels files for SELinux, so bind mounts need relabelling. */
+  selinux(): Promise<boolean>
   /** The dockerode client for the same endpoint, loaded on first use (an escape hatch; the CLI does not need it). */
   raw(): Promise<Dockerode>
 }
@@ -125,6 +127,7 @@ class DockerEngine implements Engine {
   readonly cli: EngineCli
   private versionInfo?: Promise<{kind: EngineKind; version: string}>
   private usernsMode?: Promise<string | undefined>
+  private selinuxOn?: Promise<boolean>
 
   constructor(
     private readonly backend: Backend,
@@ -148,6 +151,21 @@ class DockerEngine implements Engine {
       },
     )
     return this.usernsMode
+  }
+
+  /**
+   * On Linux with a local socket the engine runs on this host: SELinux is on
+   * when selinuxfs is mounted (enforcing or permissive). Elsewhere (a VM behind
+   * the socket, tcp, ssh) the engine's /info says so.
+   */
+  selinux(): Promise<boolean> {
+    this.selinuxOn ??= (async () => {
+      if (this.endpoint.kind === 'socket' && process.platform === 'linux') return existsSync('/sys/fs/selinux/enforce')
+      return selinuxInfo(await this.backend.info())
+    })().catch((error: unknown) => {
+      throw classifyEngineError(error, this.endpoint)
+    })
+    return this.selinuxOn
   }
 
   /**
@@ -205,6 +223,11 @@ class DockerEngine implements Engine {
 /** Whether an engine's ping headers are Podman's. Pure. */
 export function isPodmanPing(headers: Record<string, string | string[] | undefined>): boolean {
   return Object.keys(headers).some((name) => name.toLowerCase() === 'libpod-api-version')
+}
+
+/** Whether /info says the engine uses SELinux labels. Pure. */
+export function selinuxInfo(info: RawInfo): boolean {
+  return (info.SecurityOptions ?? []).some((option) => option.split(',').includes('name=selinux'))
 }
 
 /** Whether /info describes rootless Podman (rootless Docker has no keep-id). Pure. */

@@ -6,6 +6,8 @@ export interface MountSpec {
   source: string
   target: string
   readOnly: boolean
+  /** SELinux relabelling of a bind mount: `shared` (:z, any of our containers) or `private` (:Z, this one only). */
+  relabel?: 'shared' | 'private'
 }
 
 export interface ContainerInfo {
