@@ -98,11 +98,6 @@ interface HelperRun {
 /** `--mount` a host directory read-only, or `--volume` it with a shared SELinux relabel (only that form can relabel). */
 function readOnlyBind(source: string, target: string, relabel: boolean): string[] {
   if (!relabel) return ['--mount', csvMount('bind', source, target, true)]
-  if (source.includes(':') || target.includes(':')) {
-    throw new UsageError(`cannot relabel ${source} for SELinux: the path contains a colon`, {
-      hint: 'rename the directory, or set "selinuxRelabel": "off" and disable labels for containers (containers.conf: label = false)',
-    })
-  }
   return ['--volume', bindString({type: 'bind', source, target, readOnly: true, relabel: 'shared'})]
 }
 

@@ -153,12 +153,8 @@ export function wantsRelabel(setting: Settings['selinuxRelabel'], selinux: boole
 function relabelBinds(mounts: MountSpec[]): void {
   for (const m of mounts) {
     if (m.type !== 'bind') continue
-    if (m.source.includes(':') || m.target.includes(':')) {
-      throw new UsageError(`cannot relabel ${m.source} for SELinux: the path contains a colon`, {
-        hint: 'rename the directory, or set "selinuxRelabel": "off" and disable labels for containers (containers.conf: label = false)',
-      })
-    }
     m.relabel = m.target === '/run/secrets' ? 'private' : 'shared'
+    bindString(m)
   }
 }
 
@@ -307,8 +303,13 @@ export function toCreateOptions(spec: SandboxSpec): ContainerCreateOptions {
   }
 }
 
-/** A relabelled bind as `src:dst:[ro,]z|Z`. */
+/** A relabelled bind as `src:dst:[ro,]z|Z`; a path with a colon cannot be one (UsageError). */
 export function bindString(m: MountSpec): string {
+  if (m.source.includes(':') || m.target.includes(':')) {
+    throw new UsageError(`cannot relabel ${m.source} for SELinux: the path contains a colon`, {
+      hint: 'rename the directory, or set "selinuxRelabel": "off" and disable labels for containers (containers.conf: label = false)',
+    })
+  }
   return `${m.source}:${m.target}:${[...(m.readOnly ? ['ro'] : []), m.relabel === 'private' ? 'Z' : 'z'].join(',')}`
 }
 
