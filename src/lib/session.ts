@@ -103,26 +103,39 @@ const SIGNAL_EXIT: Record<string, number> = {SIGHUP: 129, SIGINT: 130, SIGTERM: 
  */
 async function execStreaming(ctx: Context, name: string, command: string[]): Promise<number> {
   const abort = new AbortController()
-  let signalled = 0
+  let ended = 0
+  const end = (code: number) => {
+    ended ||= code
+    abort.abort()
+  }
   const handlers = Object.entries(SIGNAL_EXIT).map(([signal, code]) => {
-    const handler = () => {
-      signalled = code
-      abort.abort()
-    }
+    const handler = () => end(code)
     process.on(signal, handler)
     return () => process.removeListener(signal, handler)
   })
+  // A reader that goes away (`exec -- yes | head -1`) ends the session as SIGPIPE would end the docker CLI.
+  const onPipeError = (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE') end(128 + 13)
+    else throw error
+  }
+  process.stdout.on('error', onPipeError)
+  process.stderr.on('error', onPipeError)
+  const write = (stream: NodeJS.WriteStream) => (chunk: Buffer) => {
+    if (!ended) stream.write(chunk)
+  }
   try {
     const result = await ctx.engine.containers.exec(name, [SANDBOX_EXEC, ...command], {
       user: SANDBOX_USER,
       stdin: process.stdin,
       collect: false,
       signal: abort.signal,
-      onStdout: (chunk) => process.stdout.write(chunk),
-      onStderr: (chunk) => process.stderr.write(chunk),
+      onStdout: write(process.stdout),
+      onStderr: write(process.stderr),
     })
-    return signalled || result.exitCode
+    return ended || result.exitCode
   } finally {
     for (const remove of handlers) remove()
+    process.stdout.removeListener('error', onPipeError)
+    process.stderr.removeListener('error', onPipeError)
   }
 }

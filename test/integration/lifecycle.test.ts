@@ -73,6 +73,13 @@ describe('start and exec', () => {
     expect(ended.exitCode).toBe(130)
   })
 
+  it('ends with 141, as docker exec does, when its reader goes away (exec -- yes | head -1)', async () => {
+    const piped = await run('bash', ['-c', 'set -o pipefail; node "$0" exec "$1" -- yes | head -1', BIN, ws])
+    expect(piped.stdout).toBe('y')
+    expect(piped.exitCode).toBe(141)
+    expect(piped.stderr).toBe('')
+  })
+
   it('passes arguments with spaces, quotes and $(…) through untouched', async () => {
     const tricky = `a b 'c' "d" $(touch /tmp/pwned) \`id\``
     const r = await sbx(ws, 'printf', '%s', tricky)
