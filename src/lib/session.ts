@@ -92,6 +92,14 @@ export function isNotRunning(error: unknown): boolean {
   return status === 500 && /container state improper|is not running/i.test((error as Error).message ?? '')
 }
 
+/** Resolves once everything written so far to `stream` has been handed to the OS (or the stream failed). */
+function flushed(stream: NodeJS.WriteStream): Promise<void> {
+  return new Promise((resolve) => {
+    if (stream.destroyed || stream.writableLength === 0) resolve()
+    else stream.write('', () => resolve())
+  })
+}
+
 const SIGNAL_EXIT: Record<string, number> = {SIGHUP: 129, SIGINT: 130, SIGTERM: 143}
 
 /**
@@ -114,24 +122,20 @@ async function execStreaming(ctx: Context, name: string, command: string[]): Pro
     return () => process.removeListener(signal, handler)
   })
   // A reader that goes away (`exec -- yes | head -1`) ends the session as SIGPIPE would end the docker CLI.
-  const onPipeError = (error: NodeJS.ErrnoException) => {
-    if (error.code === 'EPIPE') end(128 + 13)
-    else throw error
-  }
+  const onPipeError = (error: NodeJS.ErrnoException) => end(error.code === 'EPIPE' ? 128 + 13 : 1)
   process.stdout.on('error', onPipeError)
   process.stderr.on('error', onPipeError)
-  const write = (stream: NodeJS.WriteStream) => (chunk: Buffer) => {
-    if (!ended) stream.write(chunk)
-  }
   try {
     const result = await ctx.engine.containers.exec(name, [SANDBOX_EXEC, ...command], {
       user: SANDBOX_USER,
       stdin: process.stdin,
       collect: false,
       signal: abort.signal,
-      onStdout: write(process.stdout),
-      onStderr: write(process.stderr),
+      stdout: process.stdout,
+      stderr: process.stderr,
     })
+    // Everything written must reach the reader before the caller exits.
+    await Promise.all([flushed(process.stdout), flushed(process.stderr)])
     return ended || result.exitCode
   } finally {
     for (const remove of handlers) remove()

@@ -39,6 +39,9 @@ export interface ExecOptions extends OutputSink {
   collect?: boolean
   /** Abort: stop streaming and resolve with exit code -1 (the process itself is left to the engine). */
   signal?: AbortSignal
+  /** Write the output here as it comes, with backpressure (a slow reader slows the process, nothing piles up in memory). */
+  stdout?: Writable
+  stderr?: Writable
 }
 
 /** Feed `stdin` to an exec's hijacked connection, then half-close it (end of input). */
@@ -59,15 +62,25 @@ async function pumpExec(stream: Readable & {destroy(): void}, options: ExecOptio
   }
   if (options.signal?.aborted) onAbort()
   options.signal?.addEventListener('abort', onAbort, {once: true})
+  // A sink that cannot take more pauses the engine's stream until it drains.
+  const deliver = (sink: Writable | undefined, chunk: Buffer) => {
+    if (!sink || sink.destroyed) return
+    if (!sink.write(chunk) && !stream.isPaused()) {
+      stream.pause()
+      sink.once('drain', () => stream.resume())
+    }
+  }
   try {
     await demux(
       (c) => {
         if (collect) out.push(c)
         options.onStdout?.(c)
+        deliver(options.stdout, c)
       },
       (c) => {
         if (collect) err.push(c)
         options.onStderr?.(c)
+        deliver(options.stderr, c)
       },
     )
   } catch (error) {
