@@ -15,6 +15,8 @@ set -euo pipefail
 STATE="${AGENT_SANDBOX_STATE_DIR:-/run/agent-sandbox}"
 FIREWALL="${AGENT_SANDBOX_FIREWALL_SCRIPT:-/usr/local/sbin/init-firewall.sh}"
 NODE_USER="${AGENT_SANDBOX_USER:-node}"
+# The firewall's resolver user (firewall-lib.sh FW_DNS_USER).
+DNS_USER=dnsmasq
 # Overridable only so that the bats tests can point them at temporary directories.
 NODE_HOME="${AGENT_SANDBOX_USER_HOME:-/home/$NODE_USER}"
 HISTORY_DIR="${AGENT_SANDBOX_HISTORY_DIR:-/commandhistory}"
@@ -55,19 +57,18 @@ renumber_user() {
   fi
 }
 
-# free_uid UID: if another user of the image has UID, move it to a free system uid.
-# The firewall lets DNS out only for the resolver's uid (dnsmasq is 999): a
-# workspace owned by 999 must not make node that user, and no user of the image
-# should share node's processes and files either.
+# free_uid UID: if the resolver's user (dnsmasq, 999) has UID, move it to a free
+# system uid. The firewall lets DNS out only for the resolver's uid: a workspace
+# owned by 999 must not make node that user. Other entries with UID stay: under
+# rootless Podman's keep-id, Podman adds one for you, which is who node becomes.
 free_uid() {
-  local uid="$1" other new
-  other="$(getent passwd "$uid" | cut -d: -f1)" || true
-  [[ -n "$other" && "$other" != "$NODE_USER" ]] || return 0
+  local uid="$1" new
+  [[ "$(id -u "$DNS_USER" 2> /dev/null)" == "$uid" ]] || return 0
   for ((new = 999; new >= 100; new--)); do
     [[ "$new" == "$uid" ]] || getent passwd "$new" > /dev/null || break
   done
-  ((new >= 100)) || fail "no free system uid to move $other away from uid $uid"
-  usermod --uid "$new" "$other" > /dev/null || fail "cannot move user $other from uid $uid (the workspace owner's) to $new"
+  ((new >= 100)) || fail "no free system uid to move $DNS_USER away from uid $uid"
+  usermod --uid "$new" "$DNS_USER" > /dev/null || fail "cannot move user $DNS_USER from uid $uid (the workspace owner's) to $new"
 }
 
 agent_volume_needs_owning() {
