@@ -48,7 +48,8 @@ if ! engine_up; then
   fi
   engine_up || {
     log "starting dockerd"
-    nohup dockerd >"$STATE_DIR/dockerd.log" 2>&1 &
+    # From /: a daemon's working directory is where its helpers leave files (conmon's "oom").
+    (cd / && exec nohup dockerd >"$STATE_DIR/dockerd.log" 2>&1) &
     echo $! >"$STATE_DIR/dockerd.pid"
     for _ in $(seq 1 120); do
       engine_up && break
@@ -89,7 +90,8 @@ if [ "${1:-}" = --podman ]; then
   if ! podman_up; then
     mkdir -p /run/podman
     log "starting podman system service on $sock"
-    nohup podman system service --time=0 "unix://$sock" >"$STATE_DIR/podman.log" 2>&1 &
+    # From /: conmon writes an "oom" file into the service's working directory when a container hits its memory limit.
+    (cd / && exec nohup podman system service --time=0 "unix://$sock" >"$STATE_DIR/podman.log" 2>&1) &
     echo $! >"$STATE_DIR/podman.pid"
     for _ in $(seq 1 60); do
       podman_up && break
