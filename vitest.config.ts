@@ -1,5 +1,15 @@
 import {defineConfig} from 'vitest/config'
 
+/** Suites on a real engine: shared images and volumes, so files run one after another, in one process. */
+const onEngine = {
+  environment: 'node',
+  pool: 'forks',
+  poolOptions: {forks: {singleFork: true}},
+  sequence: {concurrent: false},
+  testTimeout: 300_000,
+  hookTimeout: 600_000,
+} as const
+
 export default defineConfig({
   test: {
     projects: [
@@ -14,13 +24,7 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
-          environment: 'node',
-          // One engine, shared images and volumes: run files one after another, in one process.
-          pool: 'forks',
-          poolOptions: {forks: {singleFork: true}},
-          sequence: {concurrent: false},
-          testTimeout: 300_000,
-          hookTimeout: 600_000,
+          ...onEngine,
           globalSetup: ['test/integration/global-setup.ts'],
         },
       },
@@ -29,12 +33,7 @@ export default defineConfig({
           // The CLI as an ordinary user on rootless Podman (scripts/setup-rootless-podman.sh).
           name: 'rootless',
           include: ['test/rootless/**/*.test.ts'],
-          environment: 'node',
-          pool: 'forks',
-          poolOptions: {forks: {singleFork: true}},
-          sequence: {concurrent: false},
-          testTimeout: 300_000,
-          hookTimeout: 600_000,
+          ...onEngine,
         },
       },
     ],

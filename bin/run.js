@@ -26,10 +26,6 @@ async function runFastPath(args) {
   const {runFast} = await import('../dist/cli/fast.js')
   const code = await runFast(args)
   if (code === undefined) return false
-  // Writes to a pipe are asynchronous: let them reach the reader before exiting.
-  for (const stream of [process.stdout, process.stderr]) {
-    if (!stream.destroyed && stream.writableLength > 0) await new Promise((resolve) => stream.write('', resolve))
-  }
   process.exit(code)
 }
 

@@ -22,21 +22,8 @@ log() { printf 'setup-engine: %s\n' "$*" >&2; }
 abort() { printf 'setup-engine: error: %s\n' "$*" >&2; exit 1; }
 
 mkdir -p "$CACHE" "$STATE_DIR"
-apt_updated=0
-apt_install() {
-  local missing=() pkg
-  for pkg in "$@"; do
-    dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
-  done
-  [ "${#missing[@]}" -eq 0 ] && return 0
-  [ "$(id -u)" = 0 ] || abort "need root to install: ${missing[*]}"
-  if [ "$apt_updated" = 0 ]; then
-    apt-get update -qq >&2
-    apt_updated=1
-  fi
-  log "installing ${missing[*]}"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
-}
+# shellcheck source=scripts/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 engine_up() { docker info >/dev/null 2>&1; }
 

@@ -31,21 +31,14 @@ RANGE=65536
 STATE_DIR="${AGENT_SANDBOX_CI_STATE:-/tmp/agent-sandbox-ci}"
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
+log() { printf 'setup-rootless-podman: %s\n' "$*" >&2; }
 abort() { printf 'setup-rootless-podman: error: %s\n' "$*" >&2; exit 1; }
 
 [ "$(id -u)" = 0 ] || abort "run as root: it creates a user and starts a service as that user"
 mkdir -p "$STATE_DIR"
 
-apt_install() {
-  local missing=() pkg
-  for pkg in "$@"; do
-    dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
-  done
-  [ "${#missing[@]}" -eq 0 ] && return 0
-  apt-get update -qq >/dev/null 2>&1 || abort "apt-get update failed"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null 2>&1 \
-    || abort "cannot install ${missing[*]}"
-}
+# shellcheck source=scripts/lib.sh
+. "$REPO_ROOT/scripts/lib.sh"
 apt_install podman uidmap slirp4netns fuse-overlayfs curl
 
 # Away from the uids the base image gives its own users (dnsmasq 999, node 1000):

@@ -13,6 +13,7 @@
  */
 import type {NetworkMode} from '../lib/config/schema.js'
 import {connectEngine} from '../lib/engine/index.js'
+import {flushStdio} from '../lib/proc.js'
 import {resolveWorkspace} from '../lib/workspace.js'
 import {makeReporter, reportFailure} from './output.js'
 
@@ -91,15 +92,19 @@ export function parseFast(argv: readonly string[]): FastInvocation | undefined {
   return positional < def.required ? undefined : invocation
 }
 
-/** Run a fast-path command; resolves to its exit code, or undefined when oclif should handle the command line. */
+/** Run a fast-path command; resolves to its exit code once its output is flushed, or undefined when oclif should handle the command line. */
 export async function runFast(argv: readonly string[]): Promise<number | undefined> {
   const invocation = parseFast(argv)
   if (!invocation) return undefined
+  let code: number
   try {
-    return await run(invocation)
+    code = await run(invocation)
   } catch (error) {
-    return reportFailure(error instanceof Error ? error : new Error(String(error)), [])
+    code = reportFailure(error instanceof Error ? error : new Error(String(error)), [])
   }
+  // The caller exits at once: what we wrote must reach a piped reader first.
+  await flushStdio()
+  return code
 }
 
 async function run({name, args, flags, command}: FastInvocation): Promise<number> {

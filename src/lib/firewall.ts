@@ -12,10 +12,9 @@ import {parseConfigText, workspaceConfigPath} from './config/load.js'
 import type {ContainerInfo} from './engine/index.js'
 import {ConfigError, NotReadyError, SandboxError, UsageError} from './errors.js'
 import {quoteArg, requireInitialised, type Context} from './sandbox.js'
-import {SANDBOX_USER} from './spec.js'
+import {SANDBOX_EXEC, SANDBOX_USER} from './spec.js'
 import {Names, type Workspace} from './workspace.js'
 
-const SANDBOX_EXEC = '/usr/local/bin/sandbox-exec'
 const FIREWALL_STATUS = '/usr/local/bin/firewall-status'
 const FIREWALL_ALLOW = '/usr/local/sbin/firewall-allow'
 /** sandbox-exec's exit code when set-up failed or did not finish. */

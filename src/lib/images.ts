@@ -202,7 +202,13 @@ export function repoDockerfileDir(ws: Workspace): string {
 }
 
 /** The build's key (build-key.ts), or undefined when its inputs cannot be known. */
-async function currentBuildKey(engine: Engine, dir: string, args: string[], buildArgs: Record<string, string>): Promise<string | undefined> {
+async function currentBuildKey(
+  engine: Engine,
+  dir: string,
+  args: string[],
+  buildArgs: Record<string, string>,
+  known: Record<string, string>,
+): Promise<string | undefined> {
   let refs: string[] | undefined
   let context
   try {
@@ -214,18 +220,21 @@ async function currentBuildKey(engine: Engine, dir: string, args: string[], buil
   if (!refs) return undefined
   const imageIds: Record<string, string> = {}
   for (const ref of refs) {
-    const found = await engine.images.inspect(ref)
-    if (!found) return undefined
-    imageIds[ref] = found.id
+    const id = known[ref] ?? (await engine.images.inspect(ref))?.id
+    if (!id) return undefined
+    imageIds[ref] = id
   }
   return buildKey({args, context, imageIds})
 }
 
-export async function ensureBaseImage(engine: Engine, baseTag: string): Promise<void> {
+/** The base image's ID; ImageMissingError (with the command that builds it) when it is not there. */
+export async function ensureBaseImage(engine: Engine, baseTag: string): Promise<string> {
   const base = Names.baseImage(baseTag)
-  if (!(await engine.images.inspect(base))) {
+  const found = await engine.images.inspect(base)
+  if (!found) {
     throw new ImageMissingError(`base image ${base} is missing`, {hint: `build it with: agent-sandbox build-base --tag ${baseTag}`})
   }
+  return found.id
 }
 
 export async function buildRepoImage(engine: Engine, ws: Workspace, options: BuildRepoOptions): Promise<string> {
@@ -234,7 +243,7 @@ export async function buildRepoImage(engine: Engine, ws: Workspace, options: Bui
   if (!existsSync(join(dir, 'Dockerfile'))) {
     throw new ImageMissingError(`no .agent-sandbox/Dockerfile in ${ws.path}`, {hint: `run: agent-sandbox init ${JSON.stringify(ws.path)}`})
   }
-  await ensureBaseImage(engine, options.baseTag)
+  const baseId = await ensureBaseImage(engine, options.baseTag)
   const image = `${Names.image(ws)}:latest`
   const buildArgs = {BASE_IMAGE_TAG: options.baseTag}
   const args = [
@@ -249,7 +258,7 @@ export async function buildRepoImage(engine: Engine, ws: Workspace, options: Bui
     '--label',
     `${Labels.workspace}=${ws.path}`,
   ]
-  const key = await currentBuildKey(engine, dir, args, buildArgs)
+  const key = await currentBuildKey(engine, dir, args, buildArgs, {[Names.baseImage(options.baseTag)]: baseId})
   if (options.noCache) args.push('--no-cache')
   else if (key && (await engine.images.inspect(image))?.labels[BUILD_KEY_LABEL] === key) {
     reporter.info(`${image} is up to date: nothing it is built from has changed (--no-cache rebuilds it)`)

@@ -9,7 +9,7 @@ import {createEphemeral, type Limits} from './ephemeral.js'
 import {SandboxError} from './errors.js'
 import type {Reporter} from './reporter.js'
 import {waitReady} from './sandbox.js'
-import {SANDBOX_USER} from './spec.js'
+import {SANDBOX_EXEC, SANDBOX_USER} from './spec.js'
 import {resolveWorkspace} from './workspace.js'
 
 export interface SandboxManagerOptions {
@@ -115,7 +115,7 @@ class Handle implements SandboxHandle {
     if (this.destroyed) throw new SandboxError(`sandbox ${this.name} was destroyed`)
     const timeout = options.timeoutMs ? ['timeout', '--kill-after=2', `${Math.max(options.timeoutMs, 1) / 1000}`] : []
     const started = Date.now()
-    const result = await this.engine.containers.exec(this.id, ['/usr/local/bin/sandbox-exec', ...timeout, cmd, ...args], {
+    const result = await this.engine.containers.exec(this.id, [SANDBOX_EXEC, ...timeout, cmd, ...args], {
       user: SANDBOX_USER,
       workdir: options.cwd,
       env: Object.entries(options.env ?? {}).map(([k, v]) => `${k}=${v}`),

@@ -12,7 +12,7 @@ import {withLock} from './lock.js'
 import {provisionBranch} from './shelf.js'
 import {createPlaceholders, fsKindOf, planProtectedPaths} from './protected.js'
 import {silentReporter, type Reporter} from './reporter.js'
-import {buildSpec, STATE_DIR, toCreateOptions, type SandboxSpec} from './spec.js'
+import {buildSpec, SANDBOX_EXEC, STATE_DIR, toCreateOptions, type SandboxSpec} from './spec.js'
 import {Labels, Names, quoteArg, requireInitialised, sanitizeBranch, type Workspace} from './workspace.js'
 import {planGhapp, type GhappPlan} from './github/plan.js'
 import {ensureRefresher, provisionToken, removeAppToken} from './github/refresher.js'
@@ -211,7 +211,7 @@ export async function ensureVolumes(ctx: Context, ws: Workspace, spec: SandboxSp
 export async function waitReady(ctx: Context, container: {id: string; name: string}): Promise<ContainerInfo> {
   let result
   try {
-    result = await ctx.engine.containers.exec(container.id, ['/usr/local/bin/sandbox-exec', 'true'])
+    result = await ctx.engine.containers.exec(container.id, [SANDBOX_EXEC, 'true'])
   } catch (error) {
     if (!(error instanceof SandboxError)) return failedStart(ctx, container, error)
     throw error

@@ -7,10 +7,10 @@
 import type {NetworkMode} from './config/schema.js'
 import {ConflictError} from './errors.js'
 import type {Context} from './sandbox.js'
-import {SANDBOX_USER} from './spec.js'
+import {SANDBOX_EXEC, SANDBOX_USER} from './spec.js'
 import {Names, type Workspace} from './workspace.js'
-
-const SANDBOX_EXEC = '/usr/local/bin/sandbox-exec'
+import {isNotRunning} from './engine/containers.js'
+import {flushStdio} from './proc.js'
 
 export interface SessionOptions {
   branch?: string
@@ -82,24 +82,6 @@ export async function execInSandbox(ctx: Context, ws: Workspace, command: string
   }
 }
 
-/**
- * The engine refused to create an exec because the container is missing (404)
- * or not running (Docker: 409; Podman: 500 "container state improper").
- */
-export function isNotRunning(error: unknown): boolean {
-  const status = (error as {statusCode?: number} | undefined)?.statusCode
-  if (status === 404 || status === 409) return true
-  return status === 500 && /container state improper|is not running/i.test((error as Error).message ?? '')
-}
-
-/** Resolves once everything written so far to `stream` has been handed to the OS (or the stream failed). */
-function flushed(stream: NodeJS.WriteStream): Promise<void> {
-  return new Promise((resolve) => {
-    if (stream.destroyed || stream.writableLength === 0) resolve()
-    else stream.write('', () => resolve())
-  })
-}
-
 const SIGNAL_EXIT: Record<string, number> = {SIGHUP: 129, SIGINT: 130, SIGTERM: 143}
 
 /**
@@ -135,7 +117,7 @@ async function execStreaming(ctx: Context, name: string, command: string[]): Pro
       stderr: process.stderr,
     })
     // Everything written must reach the reader before the caller exits.
-    await Promise.all([flushed(process.stdout), flushed(process.stderr)])
+    await flushStdio()
     return ended || result.exitCode
   } finally {
     for (const remove of handlers) remove()

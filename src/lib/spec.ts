@@ -13,6 +13,8 @@ import {UsageError} from './errors.js'
 
 export const STATE_DIR = '/run/agent-sandbox'
 export const SANDBOX_USER = 'node'
+/** Every agent process goes through it: it waits for the firewall and set-up (docs/design.md). */
+export const SANDBOX_EXEC = '/usr/local/bin/sandbox-exec'
 export const SHELF_MOUNT = '/repo-shelf'
 
 /** Capabilities the entrypoint needs to install the firewall and renumber `node`. Nothing else. */
@@ -153,8 +155,16 @@ export function wantsRelabel(setting: Settings['selinuxRelabel'], selinux: boole
 function relabelBinds(mounts: MountSpec[]): void {
   for (const m of mounts) {
     if (m.type !== 'bind') continue
+    assertRelabelable(m)
     m.relabel = m.target === '/run/secrets' ? 'private' : 'shared'
-    bindString(m)
+  }
+}
+
+function assertRelabelable(m: MountSpec): void {
+  if (m.source.includes(':') || m.target.includes(':')) {
+    throw new UsageError(`cannot relabel ${m.source} for SELinux: the path contains a colon`, {
+      hint: 'rename the directory, or set "selinuxRelabel": "off" and disable labels for containers (containers.conf: label = false)',
+    })
   }
 }
 
@@ -305,11 +315,7 @@ export function toCreateOptions(spec: SandboxSpec): ContainerCreateOptions {
 
 /** A relabelled bind as `src:dst:[ro,]z|Z`; a path with a colon cannot be one (UsageError). */
 export function bindString(m: MountSpec): string {
-  if (m.source.includes(':') || m.target.includes(':')) {
-    throw new UsageError(`cannot relabel ${m.source} for SELinux: the path contains a colon`, {
-      hint: 'rename the directory, or set "selinuxRelabel": "off" and disable labels for containers (containers.conf: label = false)',
-    })
-  }
+  assertRelabelable(m)
   return `${m.source}:${m.target}:${[...(m.readOnly ? ['ro'] : []), m.relabel === 'private' ? 'Z' : 'z'].join(',')}`
 }
 

@@ -1,6 +1,7 @@
 import {describe, expect, it} from 'vitest'
 import {redact} from '../../src/cli/output.js'
-import {execArgs, isNotRunning} from '../../src/lib/session.js'
+import {isNotRunning} from '../../src/lib/engine/containers.js'
+import {execArgs} from '../../src/lib/session.js'
 
 describe('execArgs', () => {
   it('builds a non-TTY exec through sandbox-exec as node', () => {

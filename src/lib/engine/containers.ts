@@ -360,6 +360,16 @@ export function isNotFound(error: unknown): boolean {
   return (error as {statusCode?: number} | undefined)?.statusCode === 404
 }
 
+/**
+ * The engine refused to create an exec because the container is missing (404)
+ * or not running (Docker: 409; Podman: 500 "container state improper").
+ */
+export function isNotRunning(error: unknown): boolean {
+  const status = (error as {statusCode?: number} | undefined)?.statusCode
+  if (status === 404 || status === 409) return true
+  return status === 500 && /container state improper|is not running/i.test((error as Error).message ?? '')
+}
+
 /** Logs of a non-TTY container come framed (8-byte headers); strip the frames. */
 export function demuxToText(buffer: Buffer): string {
   const parts: Buffer[] = []

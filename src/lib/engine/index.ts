@@ -128,6 +128,7 @@ class DockerEngine implements Engine {
   private versionInfo?: Promise<{kind: EngineKind; version: string}>
   private usernsMode?: Promise<string | undefined>
   private selinuxOn?: Promise<boolean>
+  private infoOnce?: Promise<RawInfo>
 
   constructor(
     private readonly backend: Backend,
@@ -161,7 +162,7 @@ class DockerEngine implements Engine {
   selinux(): Promise<boolean> {
     this.selinuxOn ??= (async () => {
       if (this.endpoint.kind === 'socket' && process.platform === 'linux') return existsSync('/sys/fs/selinux/enforce')
-      return selinuxInfo(await this.backend.info())
+      return selinuxInfo(await this.systemInfo())
     })().catch((error: unknown) => {
       throw classifyEngineError(error, this.endpoint)
     })
@@ -180,7 +181,13 @@ class DockerEngine implements Engine {
       if (owner === 0) return false
       if (owner !== undefined) return isPodmanPing(await this.backend.pingHeaders())
     }
-    return rootlessPodmanInfo(await this.backend.info())
+    return rootlessPodmanInfo(await this.systemInfo())
+  }
+
+  /** /info, asked once per command (it takes about 0.3 s on Podman). */
+  private systemInfo(): Promise<RawInfo> {
+    this.infoOnce ??= this.backend.info()
+    return this.infoOnce
   }
 
   /** The dockerode client for the same endpoint (loaded on first use). */
