@@ -10,6 +10,8 @@
 # with a CMD (one-shot `run`), it drops to `node` and execs CMD.
 # If any step fails, the reason goes to /run/agent-sandbox/failed and to stderr,
 # and it exits 1: the container stops and nothing runs with open egress.
+# It runs before every sandbox and every one-shot command, so it uses builtins
+# where a command would do: each fork+exec costs ~2 ms of the start.
 set -euo pipefail
 
 STATE="${AGENT_SANDBOX_STATE_DIR:-/run/agent-sandbox}"
@@ -33,9 +35,25 @@ fail() {
 }
 
 prepare_state() {
-  mkdir -p "$STATE"
+  local f
+  local -a stale=()
+  [[ -d "$STATE" ]] || mkdir -p "$STATE"
   chmod 0755 "$STATE"
-  rm -f "$STATE/ready" "$STATE/failed"
+  # rm(1) only if there is something to remove: on a fresh start there is not.
+  for f in "$STATE/ready" "$STATE/failed"; do
+    if [[ -e "$f" || -L "$f" ]]; then stale+=("$f"); fi
+  done
+  [[ "${#stale[@]}" -eq 0 ]] || rm -f "${stale[@]}"
+}
+
+# node_ids: set NODE_UID and NODE_GID to node's uid and primary gid, from one
+# `id` call (not `id -u` and `id -g`).
+NODE_UID="" NODE_GID=""
+node_ids() {
+  local out
+  out="$(id "$NODE_USER")" || fail "cannot look up user $NODE_USER"
+  [[ "$out" =~ ^uid=([0-9]+)[^\ ]*\ gid=([0-9]+) ]] || fail "cannot look up user $NODE_USER: unexpected id output: $out"
+  NODE_UID="${BASH_REMATCH[1]}" NODE_GID="${BASH_REMATCH[2]}"
 }
 
 # Files on the bind-mounted workspace should belong to its owner on the host.
@@ -45,13 +63,14 @@ renumber_user() {
   [[ "$uid" =~ ^[0-9]+$ ]] || fail "AGENT_SANDBOX_UID is not a number: $uid"
   [[ -z "$gid" || "$gid" =~ ^[0-9]+$ ]] || fail "AGENT_SANDBOX_GID is not a number: $gid"
   [[ -n "$gid" && "$gid" != 0 ]] || gid="$uid"
-  local cur_uid cur_gid
-  cur_uid="$(id -u "$NODE_USER")"
-  cur_gid="$(id -g "$NODE_USER")"
+  node_ids
+  local cur_uid="$NODE_UID" cur_gid="$NODE_GID"
   if [[ "$cur_gid" != "$gid" ]]; then
+    NODE_UID="" # own_volumes looks node up again
     groupmod --non-unique --gid "$gid" "$NODE_USER" || fail "cannot set the gid of $NODE_USER to $gid"
   fi
   if [[ "$cur_uid" != "$uid" ]]; then
+    NODE_UID=""
     free_uid "$uid"
     usermod --non-unique --uid "$uid" "$NODE_USER" >/dev/null || fail "cannot set the uid of $NODE_USER to $uid"
   fi
@@ -71,20 +90,29 @@ free_uid() {
   usermod --uid "$new" "$DNS_USER" > /dev/null || fail "cannot move user $DNS_USER from uid $uid (the workspace owner's) to $new"
 }
 
-agent_volume_needs_owning() {
-  local dir="$1" uid gid
-  uid="$(id -u "$NODE_USER")"
-  gid="$(id -g "$NODE_USER")"
-  [[ "$(stat -c %u "$dir")" != "$uid" || "$(stat -c %g "$dir")" != "$gid" ]] && return 0
-  [[ -n "$(find "$dir" -mindepth 1 \( ! -uid "$uid" -o ! -gid "$gid" \) -print -quit 2>/dev/null)" ]]
-}
-
 # Volumes may be new (root-owned) or come from a sandbox with another owner.
 own_volumes() {
-  local dir
+  local dir u g n out first found
+  local -a dirs=() check=() rest=()
+  local -A uid_of=() gid_of=() needs=()
+  [[ -n "$NODE_UID" ]] || node_ids
+  # The owners of every top directory from one stat(1), not one per directory.
+  for dir in "$HISTORY_DIR" "$NODE_HOME" "$NODE_HOME/.claude" "$NODE_HOME/.codex"; do
+    if [[ -d "$dir" ]]; then dirs+=("$dir"); fi
+  done
+  # The repo-shelf: only its top directory. Provisioning owns the rest, and the
+  # shelf repository's config is deliberately root's (see provision-shelf.sh).
+  # Once provisioned (repo/ exists) it is root's and sticky on purpose: leave it.
+  if [[ -d "$SHELF" && ! -e "$SHELF/repo" ]]; then dirs+=("$SHELF"); fi
+  if [[ "${#dirs[@]}" -gt 0 ]]; then
+    out="$(stat -c '%u %g %n' -- "${dirs[@]}")" || true
+    while read -r u g n; do
+      if [[ -n "$n" ]]; then uid_of[$n]="$u" gid_of[$n]="$g"; fi
+    done <<< "$out"
+  fi
   for dir in "$HISTORY_DIR" "$NODE_HOME"; do
     [[ -d "$dir" ]] || continue
-    if [[ "$(stat -c %u "$dir")" != "$(id -u "$NODE_USER")" ]]; then
+    if [[ "${uid_of[$dir]:-}" != "$NODE_UID" ]]; then
       chown -R "$NODE_USER:$NODE_USER" "$dir" 2>/dev/null || chown "$NODE_USER:$NODE_USER" "$dir"
     fi
   done
@@ -94,14 +122,32 @@ own_volumes() {
   # (usermod renumbers the files under the home directory, but not their group).
   for dir in "$NODE_HOME/.claude" "$NODE_HOME/.codex"; do
     [[ -d "$dir" ]] || continue
-    if agent_volume_needs_owning "$dir"; then
+    if [[ "${uid_of[$dir]:-}" != "$NODE_UID" || "${gid_of[$dir]:-}" != "$NODE_GID" ]]; then
+      needs[$dir]=1
+    else
+      check+=("$dir")
+    fi
+  done
+  # One find(1) for the volumes whose top is node's: it stops (-quit) at the first
+  # file that is not node's (uid or gid) and names its volume (%H); only the
+  # volumes after that one need searching again.
+  while [[ "${#check[@]}" -gt 0 ]]; do
+    first="$(find "${check[@]}" -mindepth 1 \( ! -uid "$NODE_UID" -o ! -gid "$NODE_GID" \) -printf '%H' -quit 2>/dev/null)" || true
+    [[ -n "$first" ]] || break
+    needs[$first]=1
+    rest=() found=0
+    for dir in "${check[@]}"; do
+      if [[ "$found" == 1 ]]; then rest+=("$dir"); fi
+      if [[ "$dir" == "$first" ]]; then found=1; fi
+    done
+    check=("${rest[@]}")
+  done
+  for dir in "$NODE_HOME/.claude" "$NODE_HOME/.codex"; do
+    if [[ -n "${needs[$dir]:-}" ]]; then
       chown -R "$NODE_USER:$NODE_USER" "$dir" 2>/dev/null || chown "$NODE_USER:$NODE_USER" "$dir"
     fi
   done
-  # The repo-shelf: only its top directory. Provisioning owns the rest, and the
-  # shelf repository's config is deliberately root's (see provision-shelf.sh).
-  # Once provisioned (repo/ exists) it is root's and sticky on purpose: leave it.
-  if [[ -d "$SHELF" && ! -e "$SHELF/repo" && "$(stat -c %u "$SHELF")" != "$(id -u "$NODE_USER")" ]]; then
+  if [[ -d "$SHELF" && ! -e "$SHELF/repo" && "${uid_of[$SHELF]:-}" != "$NODE_UID" ]]; then
     chown "$NODE_USER:$NODE_USER" "$SHELF"
   fi
   [[ -e "$HISTORY_DIR/.bash_history" ]] || install -o "$NODE_USER" -g "$NODE_USER" -m 0600 /dev/null "$HISTORY_DIR/.bash_history"
@@ -112,8 +158,9 @@ set_git_identity() {
   for key in name email; do
     if [[ "$key" == name ]]; then value="${AGENT_SANDBOX_GIT_NAME:-}"; else value="${AGENT_SANDBOX_GIT_EMAIL:-}"; fi
     [[ -n "$value" ]] || continue
-    setpriv --reuid="$NODE_USER" --regid="$NODE_USER" --init-groups \
-      env HOME="$NODE_HOME" /usr/bin/git config --global "user.$key" "$value" \
+    # HOME passed in setpriv's environment (which git inherits), not by env(1): one exec less.
+    HOME="$NODE_HOME" setpriv --reuid="$NODE_USER" --regid="$NODE_USER" --init-groups \
+      /usr/bin/git config --global "user.$key" "$value" \
       || fail "cannot set git user.$key"
   done
 }
@@ -133,31 +180,37 @@ setup_network() {
   esac
 }
 
-# cgroup_count KEY FILE...: the value of the "KEY N" line in the first
-# readable cgroup file (v2 first, then v1), or 0.
+# cgroup_count VAR KEY FILE...: set VAR to the value of the "KEY N" line in the
+# first readable cgroup file (v2 first, then v1), or 0. Read with builtins (no
+# awk, no "$(...)"): it runs twice around every one-shot command.
 cgroup_count() {
-  local key="$1" file
-  shift
+  local var="$1" key="$2" file k v
+  shift 2
   for file in "$@"; do
     if [[ -r "$file" ]]; then
-      awk -v key="$key" '$1 == key { print $2; found = 1 } END { if (!found) print 0 }' "$file"
-      return
+      while read -r k v _ || [[ -n "$k" ]]; do
+        if [[ "$k" == "$key" ]]; then
+          printf -v "$var" '%s' "$v"
+          return 0
+        fi
+      done < "$file"
+      break
     fi
   done
-  echo 0
+  printf -v "$var" '%s' 0
 }
 
 CGROUP="${AGENT_SANDBOX_CGROUP_DIR:-/sys/fs/cgroup}"
-# How many forks the pids cgroup has refused so far.
-pids_refused() { cgroup_count max "$CGROUP/pids.events" "$CGROUP/pids/pids.events"; }
-# How many processes the memory cgroup's OOM killer has killed.
-oom_kills() { cgroup_count oom_kill "$CGROUP/memory.events" "$CGROUP/memory/memory.oom_control"; }
+# pids_refused VAR: how many forks the pids cgroup has refused so far.
+pids_refused() { cgroup_count "$1" max "$CGROUP/pids.events" "$CGROUP/pids/pids.events"; }
+# oom_kills VAR: how many processes the memory cgroup's OOM killer has killed.
+oom_kills() { cgroup_count "$1" oom_kill "$CGROUP/memory.events" "$CGROUP/memory/memory.oom_control"; }
 
 # One-shot mode: run CMD as node, pass signals on, and say if the pids limit bit.
 run_command() {
-  local before child rc=0 hits oom_before ooms
-  before="$(pids_refused)"
-  oom_before="$(oom_kills)"
+  local before=0 child rc=0 hits=0 oom_before=0 ooms=0
+  pids_refused before
+  oom_kills oom_before
   setpriv --reuid="$NODE_USER" --regid="$NODE_USER" --init-groups --inh-caps=-all \
     env HOME="$NODE_HOME" USER="$NODE_USER" LOGNAME="$NODE_USER" "$@" <&0 &
   child=$!
@@ -170,11 +223,13 @@ run_command() {
     # A trapped signal interrupts wait; keep waiting while the command lives.
     kill -0 "$child" 2>/dev/null || break
   done
-  ooms=$(( $(oom_kills) - oom_before ))
+  oom_kills ooms
+  ooms=$(( ooms - oom_before ))
   if (( ooms > 0 )); then
     printf 'agent-sandbox: out of memory: %d processes killed\n' "$ooms" >&3
   fi
-  hits=$(( $(pids_refused) - before ))
+  pids_refused hits
+  hits=$(( hits - before ))
   if (( hits > 0 )); then
     printf 'agent-sandbox: pids limit reached: %d forks refused\n' "$hits" >&3
   fi

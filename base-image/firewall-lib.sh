@@ -5,6 +5,8 @@
 # /usr/local/lib/agent-sandbox/firewall-lib.sh; tests point AGENT_SANDBOX_LIB_DIR
 # at base-image/). Sourced, never run. The sourcing script defines abort() and
 # warn() first and runs with `set -euo pipefail`.
+# init-firewall.sh runs on every sandbox start, so the helpers use builtins where
+# a command would do: each fork+exec costs ~2 ms, a good part of a one-shot run.
 
 # ---- paths and names -------------------------------------------------------
 FW_STATE="${AGENT_SANDBOX_STATE_DIR:-/run/agent-sandbox}"
@@ -25,14 +27,49 @@ FW_DOMAINS=()
 declare -A FW_SEEN=()
 # Upstream resolvers dnsmasq forwards to.
 FW_UPSTREAMS=()
+# A private temporary directory that the sourcing script sets after sourcing this
+# and removes on exit, if it has one (else fw_start_dnsmasq makes and removes its
+# own temp file). Never taken from the environment.
+FW_TMP=""
 
 # ---- small helpers ---------------------------------------------------------
 
 # fw_log MSG: append a timestamped line to $FW_STATE/firewall.log (best effort).
 fw_log() {
   if [ -d "$FW_STATE" ]; then
-    printf '%s %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*" >> "$FW_STATE/firewall.log" 2>/dev/null || true
+    # printf's %()T, not date(1): no fork.
+    TZ=UTC printf '%(%Y-%m-%dT%H:%M:%SZ)T %s\n' -1 "$*" >> "$FW_STATE/firewall.log" 2>/dev/null || true
   fi
+}
+
+# fw_read_file VAR FILE: set VAR to FILE's content without its trailing newlines,
+# like "$(cat FILE)" but without a fork; empty if FILE cannot be read.
+fw_read_file() {
+  local content=""
+  { IFS= read -r -d '' content < "$2"; } 2>/dev/null || true
+  printf -v "$1" '%s' "${content%"${content##*[!$'\n']}"}"
+}
+
+# fw_read_lines ARRAY FILE: set ARRAY to the lines of FILE that are not blank
+# (like `mapfile -t ARRAY < <(grep -v '^[[:space:]]*$' FILE)`, without the forks).
+fw_read_lines() {
+  local -n fw_lines_out="$1"
+  local line
+  fw_lines_out=()
+  while IFS= read -r line || [ -n "$line" ]; do
+    if [[ "$line" == *[![:space:]]* ]]; then fw_lines_out+=("$line"); fi
+  done < "$2" || true
+}
+
+# fw_last_line FILE: print the last non-blank line of FILE (nothing if unreadable).
+fw_last_line() {
+  local line last=""
+  if [ -r "$1" ]; then
+    while IFS= read -r line || [ -n "$line" ]; do
+      if [[ "$line" == *[![:space:]]* ]]; then last="$line"; fi
+    done < "$1"
+  fi
+  if [ -n "$last" ]; then printf '%s\n' "$last"; fi
 }
 
 # fw_split STRING: print the items of a comma/space/newline separated list, one per line.
@@ -144,7 +181,7 @@ fw_read_upstreams() {
   local key addr rest
   FW_UPSTREAMS=()
   if [ -s "$saved" ]; then
-    mapfile -t FW_UPSTREAMS < <(grep -v '^[[:space:]]*$' "$saved")
+    fw_read_lines FW_UPSTREAMS "$saved"
   else
     if [ -r "$FW_RESOLV_CONF" ]; then
       while read -r key addr rest; do
@@ -159,7 +196,7 @@ fw_read_upstreams() {
       done < "$FW_RESOLV_CONF"
     fi
     if [ "${#FW_UPSTREAMS[@]}" -eq 0 ] && [ -s "$persisted" ]; then
-      mapfile -t FW_UPSTREAMS < <(grep -v '^[[:space:]]*$' "$persisted")
+      fw_read_lines FW_UPSTREAMS "$persisted"
       warn "no upstream nameserver in $FW_RESOLV_CONF; reusing the ones saved in $persisted"
     fi
   fi
@@ -167,29 +204,65 @@ fw_read_upstreams() {
     fw_valid_ip "$addr" || abort "invalid upstream resolver '$addr' in $saved"
   done
   [ "${#FW_UPSTREAMS[@]}" -gt 0 ] || abort "no upstream nameserver found in $FW_RESOLV_CONF"
-  fw_write_file "$saved" < <(printf '%s\n' "${FW_UPSTREAMS[@]}")
-  if mkdir -p "$FW_PERSIST_DIR" 2>/dev/null; then
-    fw_write_file "$persisted" < <(printf '%s\n' "${FW_UPSTREAMS[@]}") 2>/dev/null \
+  fw_write_file "$saved" printf '%s\n' "${FW_UPSTREAMS[@]}"
+  if [ -d "$FW_PERSIST_DIR" ] || mkdir -p "$FW_PERSIST_DIR" 2>/dev/null; then
+    fw_write_file "$persisted" printf '%s\n' "${FW_UPSTREAMS[@]}" 2>/dev/null \
       || warn "could not save upstream resolvers to $persisted"
   fi
 }
 
-# fw_write_file PATH: replace PATH with stdin (temp file + rename), mode 0644, root-owned.
+# Our effective gid, read once from /proc by fw_root_owned (bash has no $EGID).
+FW_EGID=""
+
+# fw_root_owned PATH: PATH belongs to uid 0 and gid 0. Builtin tests (-O/-G: owned
+# by our euid/egid) instead of stat(1): no fork.
+fw_root_owned() {
+  local key eff
+  [ "$EUID" -eq 0 ] && [ -O "$1" ] && [ -G "$1" ] || return 1
+  if [ -z "$FW_EGID" ]; then
+    # "Gid:	real	effective	saved	fs"
+    { while read -r key _ eff _; do
+      if [ "$key" = Gid: ]; then FW_EGID="$eff" && break; fi
+    done < /proc/self/status; } 2>/dev/null || true
+  fi
+  [ "$FW_EGID" = 0 ]
+}
+
+# fw_write_file PATH CMD [ARG...]: replace PATH with the output of CMD (a builtin
+# or function, so that nothing forks), through a temp file and one rename: readers
+# (firewall-status) never see a partial file. The result is mode 0644 (umask 022;
+# this sets it) and, when run as root, owned by root. Returns non-zero on failure,
+# leaving no temp file, also where `set -e` is off (`fw_write_file ... || warn`).
 fw_write_file() {
-  local path="$1" tmp
-  tmp="$(mktemp "$path.XXXXXX")"
-  cat > "$tmp"
-  chmod 0644 "$tmp"
-  if [ "$EUID" -eq 0 ]; then chown 0:0 "$tmp" 2>/dev/null || true; fi
-  mv -f "$tmp" "$path"
+  local - path="$1" tmp
+  shift
+  umask 022
+  # noclobber: the temp file is created exclusively, as mktemp would; one retry
+  # with a new name, then bash's own message says why.
+  set -C
+  tmp="$path.$$.$RANDOM"
+  if ! { : > "$tmp"; } 2>/dev/null; then
+    tmp="$path.$$.$RANDOM"
+    : > "$tmp" || return 1
+  fi
+  set +C
+  if ! { "$@"; } >> "$tmp"; then
+    rm -f "$tmp"
+    return 1
+  fi
+  if [ "$EUID" -eq 0 ] && ! fw_root_owned "$tmp"; then chown 0:0 "$tmp" 2>/dev/null || true; fi
+  if ! mv -f "$tmp" "$path"; then
+    rm -f "$tmp"
+    return 1
+  fi
 }
 
 # fw_prepare_state: create $FW_STATE (root, 0755) if needed.
 fw_prepare_state() {
   umask 022
-  mkdir -p "$FW_STATE" || abort "cannot create state directory $FW_STATE"
+  [ -d "$FW_STATE" ] || mkdir -p "$FW_STATE" || abort "cannot create state directory $FW_STATE"
   chmod 0755 "$FW_STATE" 2>/dev/null || true
-  if [ "$EUID" -eq 0 ]; then chown 0:0 "$FW_STATE" 2>/dev/null || true; fi
+  if [ "$EUID" -eq 0 ] && ! fw_root_owned "$FW_STATE"; then chown 0:0 "$FW_STATE" 2>/dev/null || true; fi
 }
 
 # fw_read_allowlist: load FW_DOMAINS from $FW_STATE/allowlist.
@@ -201,9 +274,9 @@ fw_read_allowlist() {
 # fw_write_allowlist: save FW_DOMAINS to $FW_STATE/allowlist.
 fw_write_allowlist() {
   if [ "${#FW_DOMAINS[@]}" -gt 0 ]; then
-    printf '%s\n' "${FW_DOMAINS[@]}" | fw_write_file "$FW_STATE/allowlist"
+    fw_write_file "$FW_STATE/allowlist" printf '%s\n' "${FW_DOMAINS[@]}"
   else
-    fw_write_file "$FW_STATE/allowlist" < /dev/null
+    fw_write_file "$FW_STATE/allowlist" :
   fi
 }
 
@@ -217,18 +290,9 @@ fw_write_allowlist() {
 # container has no DNS cache either.
 fw_dnsmasq_conf() {
   local entry d up
-  cat <<EOF
-# Generated by agent-sandbox init-firewall.sh / firewall-allow.sh; do not edit.
-no-resolv
-no-poll
-listen-address=127.0.0.1
-bind-interfaces
-port=53
-user=$FW_DNS_USER
-cache-size=0
-log-queries
-log-facility=$FW_STATE/dnsmasq.log
-EOF
+  printf '%s\n' '# Generated by agent-sandbox init-firewall.sh / firewall-allow.sh; do not edit.' \
+    no-resolv no-poll listen-address=127.0.0.1 bind-interfaces port=53 "user=$FW_DNS_USER" \
+    cache-size=0 log-queries "log-facility=$FW_STATE/dnsmasq.log"
   for entry in "${FW_DOMAINS[@]}"; do
     d="${entry#\*.}"
     for up in "${FW_UPSTREAMS[@]}"; do
@@ -254,9 +318,10 @@ fw_pid_alive() {
 # fw_stop_pidfile FILE NAME: stop the process named NAME whose pid is in FILE, and
 # wait (at most ~1 s) until it is gone. Removes FILE.
 fw_stop_pidfile() {
-  local file="$1" name="$2" pid i
+  local file="$1" name="$2" pid="" i
   [ -f "$file" ] || return 0
-  pid="$(head -n 1 "$file" 2>/dev/null | tr -dc '0-9')"
+  { IFS= read -r pid < "$file"; } 2>/dev/null || true
+  pid="${pid//[!0-9]/}"
   if [ -n "$pid" ] && fw_pid_alive "$pid" "$name"; then
     kill "$pid" 2>/dev/null || true
     for ((i = 0; i < 50; i++)); do
@@ -274,17 +339,17 @@ fw_stop_pidfile() {
 # fw_start_dnsmasq: (re)write dnsmasq.conf and (re)start dnsmasq.
 fw_start_dnsmasq() {
   local conf="$FW_STATE/dnsmasq.conf" err
-  fw_dnsmasq_conf | fw_write_file "$conf"
+  fw_write_file "$conf" fw_dnsmasq_conf
   fw_stop_pidfile "$FW_STATE/dnsmasq.pid" dnsmasq
-  err="$(mktemp)"
+  if [ -n "$FW_TMP" ]; then err="$FW_TMP/dnsmasq.err"; else err="$(mktemp)"; fi
   # dnsmasq daemonises once it is listening, so it answers as soon as this returns.
   if ! dnsmasq --conf-file="$conf" --pid-file="$FW_STATE/dnsmasq.pid" < /dev/null > /dev/null 2> "$err" 3>&-; then
     local msg
-    msg="$(grep -v '^[[:space:]]*$' "$err" | tail -n 1)"
-    rm -f "$err"
+    msg="$(fw_last_line "$err")"
+    [ -n "$FW_TMP" ] || rm -f "$err"
     abort "dnsmasq failed to start: ${msg:-unknown error}"
   fi
-  rm -f "$err"
+  [ -n "$FW_TMP" ] || rm -f "$err"
   # dnsmasq makes its log file 0660 dnsmasq:root; let `firewall-status` (any user) read it.
   chmod 0644 "$FW_STATE/dnsmasq.pid" "$FW_STATE/dnsmasq.log" 2>/dev/null || true
 }
@@ -294,7 +359,7 @@ fw_start_dnsmasq() {
 fw_selftest_dns() {
   local out
   out="$(dig @127.0.0.1 +time=1 +tries=1 "$FW_SELFTEST_NAME" 2>&1)" || true
-  if ! grep -q 'status: NXDOMAIN' <<< "$out"; then
+  if [[ "$out" != *'status: NXDOMAIN'* ]]; then
     local why
     why="$(grep -E 'status:|timed out|refused|error' <<< "$out" | head -n 1 | sed 's/^[;[:space:]]*//')"
     abort "DNS self-test failed: dnsmasq did not answer $FW_SELFTEST_NAME with NXDOMAIN (${why:-no answer})"

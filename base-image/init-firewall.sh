@@ -32,6 +32,9 @@
 #   AGENT_SANDBOX_GITHUB_META        [0] 1 = also add GitHub's published IP ranges (fetched in the background)
 #   AGENT_SANDBOX_IPV6_CONF_DIR      [/proc/sys/net/ipv6/conf] (IPv6 on if any non-lo interface has disable_ipv6=0)
 #   AGENT_SANDBOX_LIB_DIR            [/usr/local/lib/agent-sandbox] where firewall-lib.sh is
+#
+# This runs on every sandbox start (and every one-shot `run`): it uses builtins
+# wherever a command would do, since each fork+exec costs ~2 ms of the start.
 set -euo pipefail
 
 abort() {
@@ -52,6 +55,7 @@ FW_LIB="${AGENT_SANDBOX_LIB_DIR:-/usr/local/lib/agent-sandbox}/firewall-lib.sh"
 IPV6_CONF_DIR="${AGENT_SANDBOX_IPV6_CONF_DIR:-/proc/sys/net/ipv6/conf}"
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
+FW_TMP="$TMP"
 
 # ---- 1. inputs (validated before anything changes) --------------------------
 
@@ -62,13 +66,14 @@ if [ -r "${FW_STATE}/allowlist" ]; then
   while IFS= read -r d; do
     [ -n "$d" ] || continue
     fw_valid_domain "$d" || continue
-    [ -n "${FW_SEEN[$(fw_domain_base "$d")]:-}" ] || fw_add_domain "$d" "the saved allowlist"
+    [ -n "${FW_SEEN[${d#\*.}]:-}" ] || fw_add_domain "$d" "the saved allowlist"
   done < "$FW_STATE/allowlist"
 fi
 
 PORTS=()
 declare -A SEEN_PORT=()
-while IFS= read -r p; do
+fw_split_into "${AGENT_SANDBOX_INBOUND_PORTS:-}"
+for p in "${FW_ITEMS[@]}"; do
   [ -n "$p" ] || continue
   if [[ ! "$p" =~ ^[0-9]{1,5}$ ]] || ((10#$p < 1 || 10#$p > 65535)); then
     abort "invalid port '$p' in AGENT_SANDBOX_INBOUND_PORTS: expected integers 1-65535, comma separated"
@@ -77,7 +82,7 @@ while IFS= read -r p; do
   [ -z "${SEEN_PORT[$p]:-}" ] || continue
   SEEN_PORT[$p]=1
   PORTS+=("$p")
-done < <(fw_split "${AGENT_SANDBOX_INBOUND_PORTS:-}")
+done
 
 DNS_UID="$(id -u "$FW_DNS_USER" 2> /dev/null)" || abort "user $FW_DNS_USER does not exist"
 [[ "$DNS_UID" =~ ^[0-9]+$ ]] || abort "cannot determine the uid of user $FW_DNS_USER"
@@ -162,43 +167,46 @@ rules() {
 rules 4 > "$TMP/rules4"
 rules 6 > "$TMP/rules6"
 
-# tool BACKEND NAME: the binary for NAME (iptables, ip6tables-restore, ...) on BACKEND.
+# tool VAR BACKEND NAME: set VAR to the binary for NAME (iptables,
+# ip6tables-restore, ...) on BACKEND. Sets a variable: "$(tool ...)" would fork.
 tool() {
-  if [ "$1" = legacy ]; then
-    case "$2" in
-      *-restore) printf '%s\n' "${2%-restore}-legacy-restore" ;;
-      *) printf '%s\n' "$2-legacy" ;;
+  if [ "$2" = legacy ]; then
+    case "$3" in
+      *-restore) printf -v "$1" '%s' "${3%-restore}-legacy-restore" ;;
+      *) printf -v "$1" '%s' "$3-legacy" ;;
     esac
   else
-    printf '%s\n' "$2"
+    printf -v "$1" '%s' "$3"
   fi
-}
-
-# last_line FILE: the last non-empty line of FILE.
-last_line() {
-  grep -v '^[[:space:]]*$' "$1" 2> /dev/null | tail -n 1 || true
 }
 
 # ---- 3. ipsets, dnsmasq, rules ----------------------------------------------
 
-for spec in "$FW_SET4 hash:ip family inet" "$FW_SET6 hash:ip family inet6" "$FW_NET4 hash:net family inet"; do
-  read -r -a words <<< "$spec"
-  if ! ipset create -exist "${words[@]}" 2> "$TMP/ipset.err"; then
-    abort "cannot create ipset ${words[0]}: $(last_line "$TMP/ipset.err")"
+# One `ipset restore` for the three sets (one process, not three); `-exist` keeps
+# an existing set of the same type, like `ipset create -exist`. ipset names the
+# input line that failed ("ipset v7.22: Error in line 2: ..."): name its set.
+SETS=("$FW_SET4 hash:ip family inet" "$FW_SET6 hash:ip family inet6" "$FW_NET4 hash:net family inet")
+printf -v spec 'create %s\n' "${SETS[@]}"
+if ! ipset -exist restore 2> "$TMP/ipset.err" <<< "${spec%$'\n'}"; then
+  why="$(fw_last_line "$TMP/ipset.err")"
+  if [[ "$why" =~ ^(.*: )?Error\ in\ line\ ([0-9]+):\ (.*)$ ]] && ((BASH_REMATCH[2] >= 1 && BASH_REMATCH[2] <= ${#SETS[@]})); then
+    abort "cannot create ipset ${SETS[BASH_REMATCH[2] - 1]%% *}: ${BASH_REMATCH[1]}${BASH_REMATCH[3]}"
   fi
-done
+  abort "cannot create ipsets $FW_SET4, $FW_SET6 and $FW_NET4: ${why:-ipset exited with an error}"
+fi
 
 fw_write_allowlist
 fw_start_dnsmasq
 
 # IPv4: the default iptables (nft on Debian) first, unless an earlier run had to use
 # legacy; each restore is atomic, so a failed attempt changes nothing.
-BACKEND=""
+BACKEND="" prev_backend="" t="" t6="" ipt="" v=""
 order=(nft legacy)
-[ "$(cat "$FW_STATE/backend" 2> /dev/null || true)" = legacy ] && order=(legacy nft)
+fw_read_file prev_backend "$FW_STATE/backend"
+[ "$prev_backend" = legacy ] && order=(legacy nft)
 errors=()
 for b in "${order[@]}"; do
-  t="$(tool "$b" iptables-restore)"
+  tool t "$b" iptables-restore
   if ! command -v "$t" > /dev/null 2>&1; then
     errors+=("$b: $t not found")
     continue
@@ -209,17 +217,17 @@ for b in "${order[@]}"; do
     BACKEND="$b"
     break
   fi
-  why="$(last_line "$TMP/restore4.err")"
+  why="$(fw_last_line "$TMP/restore4.err")"
   errors+=("$b: ${why:-$t exited with status $rc}")
 done
 if [ -z "$BACKEND" ]; then
   msg="$(printf '%s; ' "${errors[@]}")"
   abort "cannot load IPv4 rules (${msg%; })"
 fi
-if [ "$BACKEND" = nft ] && iptables --version 2> /dev/null | grep -q legacy; then
+if [ "$BACKEND" = nft ] && version="$(iptables --version 2> /dev/null)" && [[ "$version" == *legacy* ]]; then
   BACKEND=legacy # the default iptables is the legacy one
 fi
-printf '%s\n' "$BACKEND" | fw_write_file "$FW_STATE/backend"
+fw_write_file "$FW_STATE/backend" printf '%s\n' "$BACKEND"
 [ "${#errors[@]}" -eq 0 ] || warn "using iptables backend $BACKEND (${errors[*]})"
 
 # IPv6: nothing can leave over IPv6 if it is disabled, so failing to load rules is
@@ -229,9 +237,10 @@ printf '%s\n' "$BACKEND" | fw_write_file "$FW_STATE/backend"
 ipv6_disabled=1
 for f in "$IPV6_CONF_DIR"/*/disable_ipv6; do
   case "${f%/disable_ipv6}" in */all | */default | */lo) continue ;; esac
-  if [ "$(cat "$f" 2> /dev/null)" = 0 ]; then ipv6_disabled=0; fi
+  fw_read_file v "$f"
+  if [ "$v" = 0 ]; then ipv6_disabled=0; fi
 done
-t6="$(tool "$BACKEND" ip6tables-restore)"
+tool t6 "$BACKEND" ip6tables-restore
 if ! command -v "$t6" > /dev/null 2>&1; then
   printf '%s not found\n' "$t6" > "$TMP/restore6.err"
   ok6=0
@@ -244,42 +253,45 @@ else
 fi
 if [ "$ok6" = 0 ]; then
   if [ "$ipv6_disabled" = 1 ]; then
-    warn "IPv6 is disabled in this container; no IPv6 rules loaded ($(last_line "$TMP/restore6.err"))"
+    warn "IPv6 is disabled in this container; no IPv6 rules loaded ($(fw_last_line "$TMP/restore6.err"))"
   else
-    abort "IPv6 is enabled but the IPv6 rules could not be loaded: $(last_line "$TMP/restore6.err")"
+    abort "IPv6 is enabled but the IPv6 rules could not be loaded: $(fw_last_line "$TMP/restore6.err")"
   fi
 fi
 
-# Point the system resolver at dnsmasq. /etc/resolv.conf is a bind mount in Docker:
-# rewrite it in place, never replace it.
-{
-  printf '# Written by agent-sandbox init-firewall.sh: all DNS goes through dnsmasq.\n'
-  printf 'nameserver 127.0.0.1\n'
-  grep -E '^[[:space:]]*(search|domain|options)[[:space:]]' "$FW_RESOLV_CONF" 2> /dev/null || true
-} > "$TMP/resolv.conf"
-cat "$TMP/resolv.conf" > "$FW_RESOLV_CONF" || abort "cannot write $FW_RESOLV_CONF"
+# Point the system resolver at dnsmasq, keeping its search/domain/options lines.
+# /etc/resolv.conf is a bind mount in Docker: rewrite it in place, never replace it
+# (the new text is complete before the file is truncated).
+resolv=$'# Written by agent-sandbox init-firewall.sh: all DNS goes through dnsmasq.\nnameserver 127.0.0.1\n'
+{ while IFS= read -r line || [ -n "$line" ]; do
+  if [[ "$line" =~ ^[[:space:]]*(search|domain|options)[[:space:]] ]]; then resolv+="$line"$'\n'; fi
+done < "$FW_RESOLV_CONF"; } 2> /dev/null || true
+printf '%s' "$resolv" > "$FW_RESOLV_CONF" || abort "cannot write $FW_RESOLV_CONF"
 
 # ---- 4. denied-connection log (best effort) ----------------------------------
 
 fw_stop_pidfile "$FW_STATE/tcpdump.pid" tcpdump
 : >> "$FW_STATE/denied.log"
-chmod 0644 "$FW_STATE/denied.log" 2> /dev/null || true
 TCPDUMP_PID=""
 if command -v tcpdump > /dev/null 2>&1; then
   tcpdump -i "nflog:$FW_NFLOG_GROUP" -n -l -q -U -Z root \
     < /dev/null >> "$FW_STATE/denied.log" 2>> "$FW_STATE/firewall.log" 3>&- &
   TCPDUMP_PID=$!
-  printf '%s\n' "$TCPDUMP_PID" | fw_write_file "$FW_STATE/tcpdump.pid"
+  fw_write_file "$FW_STATE/tcpdump.pid" printf '%s\n' "$TCPDUMP_PID"
 else
   warn "tcpdump not found; denied connections will not be logged"
 fi
 
 # ---- 5. checks ---------------------------------------------------------------
 
-ipt="$(tool "$BACKEND" iptables)"
-policy="$("$ipt" -S OUTPUT 2> "$TMP/s.err" | grep -m 1 '^-P OUTPUT')" || true
+tool ipt "$BACKEND" iptables
+out="$("$ipt" -S OUTPUT 2> "$TMP/s.err")" || true
+policy=""
+while IFS= read -r line; do
+  if [[ "$line" == "-P OUTPUT"* ]]; then policy="$line" && break; fi
+done <<< "$out"
 [ "$policy" = "-P OUTPUT DROP" ] \
-  || abort "self-test failed: OUTPUT policy is '${policy:-unknown}', not DROP ($(last_line "$TMP/s.err"))"
+  || abort "self-test failed: OUTPUT policy is '${policy:-unknown}', not DROP ($(fw_last_line "$TMP/s.err"))"
 fw_selftest_dns
 
 if [ -n "$TCPDUMP_PID" ] && ! kill -0 "$TCPDUMP_PID" 2> /dev/null; then
@@ -296,7 +308,7 @@ github_meta() {
     return 0
   fi
   if ! json="$(curl -fsS --max-time 5 https://api.github.com/meta 2> "$TMP/curl.err")"; then
-    fw_log "warning: could not fetch https://api.github.com/meta ($(last_line "$TMP/curl.err")); GitHub IP ranges not added"
+    fw_log "warning: could not fetch https://api.github.com/meta ($(fw_last_line "$TMP/curl.err")); GitHub IP ranges not added"
     return 0
   fi
   if ! cidrs="$(jq -r '[(.web // [])[], (.api // [])[], (.git // [])[]] | unique | .[]
@@ -309,7 +321,7 @@ github_meta() {
   if while IFS= read -r c; do printf 'add %s %s\n' "$FW_NET4" "$c"; done <<< "$cidrs" | ipset -exist restore 2> "$TMP/ipset-meta.err"; then
     fw_log "added $n GitHub IPv4 ranges to $FW_NET4"
   else
-    fw_log "warning: could not add GitHub IP ranges to $FW_NET4: $(last_line "$TMP/ipset-meta.err")"
+    fw_log "warning: could not add GitHub IP ranges to $FW_NET4: $(fw_last_line "$TMP/ipset-meta.err")"
   fi
 }
 
@@ -317,13 +329,17 @@ if [ "${AGENT_SANDBOX_GITHUB_META:-0}" = 1 ]; then
   # Own temp dir: the EXIT trap removes $TMP when this script ends.
   (
     TMP="$(mktemp -d)"
+    FW_TMP="$TMP"
     trap 'rm -rf "$TMP"' EXIT
     github_meta
   ) < /dev/null > /dev/null 2>&1 3>&- &
 fi
 
-for f in allowlist backend upstream-resolvers dnsmasq.conf firewall.log; do
-  if [ -e "$FW_STATE/$f" ]; then chmod 0644 "$FW_STATE/$f" 2> /dev/null || true; fi
+# One chmod for all the state files (denied.log too: it may predate this run).
+files=()
+for f in allowlist backend upstream-resolvers dnsmasq.conf firewall.log denied.log; do
+  if [ -e "$FW_STATE/$f" ]; then files+=("$FW_STATE/$f"); fi
 done
+[ "${#files[@]}" -eq 0 ] || chmod 0644 "${files[@]}" 2> /dev/null || true
 
 printf 'init-firewall: ready (%s domains, backend %s)\n' "${#FW_DOMAINS[@]}" "$BACKEND"

@@ -13,7 +13,7 @@ import {fileURLToPath} from 'node:url'
 
 export const REPO = resolve(fileURLToPath(new URL('../../', import.meta.url)))
 /** The CLI under test: this checkout's, or another build's (AGENT_SANDBOX_BENCH_CLI, to compare before and after a change). */
-export const BIN = process.env.AGENT_SANDBOX_BENCH_CLI ? resolve(process.env.AGENT_SANDBOX_BENCH_CLI) : join(REPO, 'bin', 'run.js')
+export const BIN = process.env.AGENT_SANDBOX_BENCH_CLI ? resolve(process.env.AGENT_SANDBOX_BENCH_CLI) : join(REPO, 'bin', 'agent-sandbox')
 /** The base image tag the bench's sandboxes build on (AGENT_SANDBOX_BENCH_BASE_TAG; default latest). */
 export const BASE_TAG = process.env.AGENT_SANDBOX_BENCH_BASE_TAG || 'latest'
 export const BENCH_LABEL = 'dev.agent-sandbox.bench'

@@ -1,8 +1,9 @@
 /**
  * The CLI's fast path for the commands run dozens of times a day and in
- * orchestrators' loops: `exec`, `shell`, `list`, `build` and `checkout`. Loading oclif costs more
- * than the engine call these commands wrap (docs/PERFORMANCE.md), so bin/run.js
- * offers them here first.
+ * orchestrators' loops: `exec`, `shell`, `list`, `build`, `checkout` and `run`.
+ * Loading oclif costs more than the engine call these commands wrap
+ * (docs/PERFORMANCE.md), so bin/run.cjs offers them here first, from one
+ * CommonJS bundle of this module (scripts/bundle-fast.mjs).
  *
  * The parser accepts only well-formed command lines made of the commands' own
  * flags. Anything else (help, unknown or repeated flags, values oclif would
@@ -13,13 +14,17 @@
  */
 import type {NetworkMode} from '../lib/config/schema.js'
 import {connectEngine} from '../lib/engine/index.js'
-import {flushStdio} from '../lib/proc.js'
+import {flushStdio} from '../lib/stdio.js'
 import {resolveWorkspace} from '../lib/workspace.js'
 import {makeReporter, reportFailure} from './output.js'
 
 export interface FastFlag {
-  kind: 'string' | 'boolean'
+  kind: 'string' | 'boolean' | 'integer'
   options?: readonly string[]
+  /** integer: the smallest value oclif accepts. */
+  min?: number
+  /** May be given more than once (its values are collected in order). */
+  multiple?: boolean
 }
 
 interface FastCommand {
@@ -38,11 +43,17 @@ const network: FastFlag = {kind: 'string', options: ['firewall', 'none', 'open']
 const flag: FastFlag = {kind: 'boolean'}
 const path = ['path'] as const
 
-export const FAST_COMMANDS: Record<'build' | 'checkout' | 'exec' | 'list' | 'shell', FastCommand> = {
+export const FAST_COMMANDS: Record<'build' | 'checkout' | 'exec' | 'list' | 'run' | 'shell', FastCommand> = {
   build: {flags: {'base-tag': text, engine, json: flag, 'no-cache': flag}, args: path, required: 0, command: false},
   checkout: {flags: {'base-tag': text, engine, json: flag}, args: ['branch', 'path'], required: 1, command: false},
   exec: {flags: {branch: text, engine, network}, args: path, required: 0, command: true},
   list: {flags: {engine, json: flag}, args: [], required: 0, command: false},
+  run: {
+    flags: {branch: text, cpus: text, engine, env: {kind: 'string', multiple: true}, keep: flag, memory: text, network, 'pids-limit': {kind: 'integer', min: 16}, timeout: text},
+    args: path,
+    required: 0,
+    command: true,
+  },
   shell: {flags: {'base-tag': text, branch: text, build: flag, engine, network}, args: path, required: 0, command: false},
 }
 
@@ -51,7 +62,7 @@ export type FastCommandName = keyof typeof FAST_COMMANDS
 export interface FastInvocation {
   name: FastCommandName
   args: Record<string, string>
-  flags: Record<string, string | true>
+  flags: Record<string, string | true | number | string[]>
   /** The command after `--` (exec). */
   command: string[]
 }
@@ -78,7 +89,7 @@ export function parseFast(argv: readonly string[]): FastInvocation | undefined {
     const eq = token.indexOf('=')
     const flagName = token.slice(2, eq === -1 ? undefined : eq)
     const flag = Object.hasOwn(def.flags, flagName) ? def.flags[flagName] : undefined
-    if (!flag || Object.hasOwn(invocation.flags, flagName)) return undefined
+    if (!flag || (!flag.multiple && Object.hasOwn(invocation.flags, flagName))) return undefined
     if (flag.kind === 'boolean') {
       if (eq !== -1) return undefined
       invocation.flags[flagName] = true
@@ -87,7 +98,15 @@ export function parseFast(argv: readonly string[]): FastInvocation | undefined {
     const value = eq === -1 ? own[++i] : token.slice(eq + 1)
     if (value === undefined || value === '' || value.startsWith('-')) return undefined
     if (flag.options && !flag.options.includes(value)) return undefined
-    invocation.flags[flagName] = value
+    if (flag.kind === 'integer') {
+      // oclif's integer flags: digits only, at least `min`; anything else gets oclif's error.
+      if (!/^\d+$/.test(value) || Number(value) < (flag.min ?? 0) || !Number.isSafeInteger(Number(value))) return undefined
+      invocation.flags[flagName] = Number(value)
+    } else if (flag.multiple) {
+      invocation.flags[flagName] = [...((invocation.flags[flagName] as string[] | undefined) ?? []), value]
+    } else {
+      invocation.flags[flagName] = value
+    }
   }
   return positional < def.required ? undefined : invocation
 }
@@ -96,18 +115,20 @@ export function parseFast(argv: readonly string[]): FastInvocation | undefined {
 export async function runFast(argv: readonly string[]): Promise<number | undefined> {
   const invocation = parseFast(argv)
   if (!invocation) return undefined
+  // Values never to print (a run's secret env values), in output and in errors alike.
+  const secrets: string[] = []
   let code: number
   try {
-    code = await run(invocation)
+    code = await run(invocation, secrets)
   } catch (error) {
-    code = reportFailure(error instanceof Error ? error : new Error(String(error)), [])
+    code = reportFailure(error instanceof Error ? error : new Error(String(error)), secrets)
   }
   // The caller exits at once: what we wrote must reach a piped reader first.
   await flushStdio()
   return code
 }
 
-async function run({name, args, flags, command}: FastInvocation): Promise<number> {
+async function run({name, args, flags, command}: FastInvocation, secrets: string[]): Promise<number> {
   const str = (key: string) => (typeof flags[key] === 'string' ? (flags[key] as string) : undefined)
   // Each command loads only its own modules: a warm exec must not pay for zod.
   if (name === 'list') {
@@ -116,7 +137,21 @@ async function run({name, args, flags, command}: FastInvocation): Promise<number
     process.stdout.write(flags.json ? `${JSON.stringify(rows, null, 2)}\n` : formatSandboxTable(rows).map((line) => `${line}\n`).join(''))
     return 0
   }
-  const reporter = makeReporter(() => [])
+  const reporter = makeReporter(() => secrets)
+  if (name === 'run') {
+    const {runOneShot} = await import('./one-shot.js')
+    const oneShot = {
+      branch: str('branch'),
+      cpus: str('cpus'),
+      env: flags.env as string[] | undefined,
+      keep: flags.keep === true,
+      memory: str('memory'),
+      network: str('network'),
+      'pids-limit': flags['pids-limit'] as number | undefined,
+      timeout: str('timeout'),
+    }
+    return runOneShot(args.path, command, oneShot, {engine: () => connectEngine({engine: str('engine')}), reporter, secrets})
+  }
   const ws = resolveWorkspace(args.path)
   if (name === 'checkout') {
     const {describeCheckout, provisionBranch} = await import('../lib/shelf.js')

@@ -18,12 +18,3 @@ export const limitFlags = {
   memory: Flags.string({description: 'memory limit, e.g. 512m or 4g; swap is limited to the same (config limits.memory)'}),
   'pids-limit': Flags.integer({description: 'process limit, e.g. 256 (config limits.pids)', min: 16}),
 }
-
-/** The limits given as flags, validated like config values. */
-export function limitsFrom(flags: {cpus?: string; memory?: string; 'pids-limit'?: number}): {memory?: string; cpus?: number; pids?: number} | undefined {
-  const limits: {memory?: string; cpus?: number; pids?: number} = {}
-  if (flags.memory !== undefined) limits.memory = flags.memory
-  if (flags.cpus !== undefined) limits.cpus = Number(flags.cpus)
-  if (flags['pids-limit'] !== undefined) limits.pids = flags['pids-limit']
-  return Object.keys(limits).length ? limits : undefined
-}

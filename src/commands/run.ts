@@ -1,13 +1,8 @@
 import {Flags} from '@oclif/core'
 import {BaseCommand} from '../cli/base.js'
-import {branchFlag, limitFlags, limitsFrom, networkFlag, pathArg} from '../cli/flags.js'
-import {StreamRedactor} from '../cli/redact-stream.js'
-import type {NetworkMode} from '../lib/config/schema.js'
-import {LimitsSchema} from '../lib/config/schema.js'
-import {parseDuration} from '../lib/ephemeral.js'
-import {ExitCode, UsageError} from '../lib/errors.js'
-import {runOnce} from '../lib/runner.js'
-import {resolveWorkspace} from '../lib/workspace.js'
+import {branchFlag, limitFlags, networkFlag, pathArg} from '../cli/flags.js'
+import {runOneShot} from '../cli/one-shot.js'
+import {ExitCode} from '../lib/errors.js'
 
 export default class Run extends BaseCommand {
   static override summary = 'Run one command in a fresh sandbox container, then remove it.'
@@ -29,55 +24,10 @@ export default class Run extends BaseCommand {
   }
 
   async run(): Promise<void> {
+    // Not strict: everything after `--` is the command, flags included.
     const split = this.argv.indexOf('--')
-    if (split === -1 || split === this.argv.length - 1) throw new UsageError('no command given', {hint: 'put the command after --, e.g. agent-sandbox run -- npm test'})
-    const command = this.argv.slice(split + 1)
-    const {args, flags} = await this.parse({...Run, strict: true} as typeof Run, this.argv.slice(0, split))
-    let timeoutMs: number | undefined
-    if (flags.timeout !== undefined) {
-      try {
-        timeoutMs = parseDuration(flags.timeout)
-      } catch {
-        throw new UsageError(`--timeout is not a duration: ${flags.timeout}`, {hint: 'use e.g. 30s, 10m or 1h'})
-      }
-    }
-    const limits = limitsFrom(flags)
-    const checked = LimitsSchema.safeParse(limits ?? {})
-    if (!checked.success) throw new UsageError(`invalid limit: ${checked.error.issues[0].path.join('.')}: ${checked.error.issues[0].message}`, {hint: 'e.g. --memory 512m --cpus 1.5 --pids-limit 256'})
-    for (const name of flags.env ?? []) {
-      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new UsageError(`--env takes a variable name, not ${JSON.stringify(name)}`, {hint: 'export NAME=value, then pass --env NAME'})
-      if (process.env[name] === undefined) throw new UsageError(`--env ${name}: ${name} is not set in this environment`, {hint: `export ${name} first`})
-    }
-    const ws = resolveWorkspace(args.path)
-    const engine = await this.engine(flags)
-    let out: StreamRedactor | undefined
-    let err: StreamRedactor | undefined
-    const result = await runOnce({engine, reporter: this.reporter}, ws, {
-      command,
-      branch: flags.branch,
-      network: flags.network as NetworkMode | undefined,
-      limits,
-      envNames: flags.env,
-      timeoutMs,
-      keep: flags.keep,
-      onCreated: ({secrets}) => {
-        this.secrets.push(...secrets)
-        out = new StreamRedactor(secrets, (t) => process.stdout.write(t))
-        err = new StreamRedactor(secrets, (t) => process.stderr.write(t))
-      },
-      onStdout: (c) => out?.push(c),
-      onStderr: (c) => err?.push(c),
-    })
-    out?.end()
-    err?.end()
-    if (result.kept) this.reporter.info(`kept container ${result.name}`)
-    if (result.timedOut) {
-      if (result.atPidsLimit) process.stderr.write(`agent-sandbox: the pids limit was reached (the sandbox was at its limit of ${limits?.pids ?? 'its'} processes)\n`)
-      process.stderr.write(`agent-sandbox: timed out after ${flags.timeout}; the container was killed\n`)
-      this.exit(ExitCode.timeout)
-    }
-    if (result.oomKilled) process.stderr.write(`agent-sandbox: the command was killed: out of memory${limits?.memory ? ` (limit ${limits.memory})` : ''}\n`)
-    if (result.pidsLimitHits > 0) process.stderr.write(`agent-sandbox: the pids limit was reached (${result.pidsLimitHits} forks refused)\n`)
-    this.exit(result.exitCode)
+    const {args, flags} = await this.parse({...Run, strict: true} as typeof Run, split === -1 ? this.argv : this.argv.slice(0, split))
+    const command = split === -1 ? [] : this.argv.slice(split + 1)
+    this.exit(await runOneShot(args.path, command, flags, {engine: () => this.engine(flags), reporter: this.reporter, secrets: this.secrets}))
   }
 }

@@ -1,6 +1,7 @@
 import {Flags} from '@oclif/core'
 import {BaseCommand} from '../cli/base.js'
-import {baseTagFlag, branchFlag, limitFlags, limitsFrom, networkFlag, pathArg} from '../cli/flags.js'
+import {baseTagFlag, branchFlag, limitFlags, networkFlag, pathArg} from '../cli/flags.js'
+import {limitsFrom} from '../cli/limits.js'
 import {startSandbox} from '../lib/sandbox.js'
 import {resolveWorkspace} from '../lib/workspace.js'
 import type {NetworkMode} from '../lib/config/schema.js'

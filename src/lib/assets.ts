@@ -1,9 +1,21 @@
 /** Files shipped with the package: the base image context and the templates. */
+import {existsSync} from 'node:fs'
+import {dirname, join} from 'node:path'
 import {fileURLToPath} from 'node:url'
 
-// dist/lib/assets.js and src/lib/assets.ts both sit two levels below the package root.
-const root = new URL('../../', import.meta.url)
+/**
+ * The package's root: the nearest directory at or above `from` that holds
+ * package.json and base-image/. This module runs from src/lib (tests),
+ * dist/lib, and inside the fast path's bundle (dist/cli/fast.cjs), so it looks
+ * rather than counting levels.
+ */
+export function findPackageRoot(from: string): string {
+  for (let dir = from; ; dir = dirname(dir)) {
+    if (existsSync(join(dir, 'package.json')) && existsSync(join(dir, 'base-image'))) return dir
+    if (dirname(dir) === dir) throw new Error(`cannot find agent-sandbox's package files (package.json, base-image/) above ${from}`)
+  }
+}
 
-export const packageRoot = fileURLToPath(root)
-export const baseImageDir = fileURLToPath(new URL('base-image/', root))
-export const templatesDir = fileURLToPath(new URL('templates/', root))
+export const packageRoot = findPackageRoot(dirname(fileURLToPath(import.meta.url)))
+export const baseImageDir = join(packageRoot, 'base-image')
+export const templatesDir = join(packageRoot, 'templates')

@@ -42,7 +42,7 @@ export class ConfigError extends SandboxError {
   override readonly exitCode: number = ExitCode.usage
 }
 
-export type EngineFailure = 'socket-not-found' | 'permission-denied' | 'connection-refused' | 'unhealthy' | 'unsupported'
+export type EngineFailure = 'socket-not-found' | 'permission-denied' | 'connection-refused' | 'tls' | 'unhealthy' | 'unsupported'
 
 /** The container engine cannot be reached or does not answer. */
 export class EngineError extends SandboxError {

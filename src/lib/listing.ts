@@ -5,7 +5,6 @@
  */
 import type {Engine} from './engine/index.js'
 import type {GithubRowStatus} from './github/refresher.js'
-import {GHAPP_LABEL} from './github/token-store.js'
 import {Labels} from './workspace.js'
 
 export interface SandboxRow {
@@ -29,7 +28,7 @@ export interface SandboxRow {
 export async function listSandboxes(ctx: {engine: Engine; env?: NodeJS.ProcessEnv}): Promise<SandboxRow[]> {
   const rows = await ctx.engine.containers.list({[Labels.managed]: 'true', [Labels.kind]: 'sandbox'})
   // The token state reader only when some sandbox uses the App.
-  const github = rows.some((row) => row.labels[GHAPP_LABEL] === '1') ? await import('./github/refresher.js') : undefined
+  const github = rows.some((row) => row.labels[Labels.ghapp] === '1') ? await import('./github/refresher.js') : undefined
   return rows
     .map((row) => ({
       name: row.name,
@@ -44,7 +43,7 @@ export async function listSandboxes(ctx: {engine: Engine; env?: NodeJS.ProcessEn
       network: row.labels['dev.agent-sandbox.network'] ?? '',
       volumes: (row.labels[`${Labels.volume}s`] ?? '').split(',').filter(Boolean),
       limits: safeJson(row.labels['dev.agent-sandbox.limits']),
-      github: github && row.labels[GHAPP_LABEL] === '1' ? github.githubRowStatus(row.name, row.state === 'running', ctx.env ?? process.env) : null,
+      github: github && row.labels[Labels.ghapp] === '1' ? github.githubRowStatus(row.name, row.state === 'running', ctx.env ?? process.env) : null,
     }))
     .sort((a, b) => a.path.localeCompare(b.path) || a.branch.localeCompare(b.branch))
 }

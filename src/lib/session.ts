@@ -10,7 +10,7 @@ import type {Context} from './sandbox.js'
 import {SANDBOX_EXEC, SANDBOX_USER} from './spec.js'
 import {Names, type Workspace} from './workspace.js'
 import {isNotRunning} from './engine/containers.js'
-import {flushStdio} from './proc.js'
+import {flushStdio} from './stdio.js'
 
 export interface SessionOptions {
   branch?: string

@@ -2,10 +2,10 @@
  * A workspace: the real path of a host directory, its MD5 and every name and
  * label derived from them. Pure apart from `resolveWorkspace`, which stats the path.
  */
-import {createHash} from 'node:crypto'
 import {existsSync, realpathSync, statSync} from 'node:fs'
 import {basename, join, resolve} from 'node:path'
 import {NotInitialisedError, UsageError} from './errors.js'
+import {hexDigest} from './hash.js'
 
 export const LABEL_PREFIX = 'dev.agent-sandbox'
 export const Labels = {
@@ -17,6 +17,8 @@ export const Labels = {
   hash: `${LABEL_PREFIX}.hash`,
   repo: `${LABEL_PREFIX}.repo`,
   volume: `${LABEL_PREFIX}.volume`,
+  /** The sandbox uses the GitHub App's tokens ('1'). */
+  ghapp: `${LABEL_PREFIX}.ghapp`,
 } as const
 
 export type SandboxMode = 'bind' | 'branch'
@@ -36,7 +38,7 @@ export interface Workspace {
 }
 
 export function md5(text: string): string {
-  return createHash('md5').update(text).digest('hex')
+  return hexDigest('md5', text)
 }
 
 /** Lower-case [a-z0-9_.-], starting with an alphanumeric; never empty. */

@@ -20,8 +20,8 @@ setup() {
   : > "$AGENT_SANDBOX_HISTORY_DIR/.bash_history"
   firewall 'exit 0'
   # node is uid/gid 1000, and every directory already belongs to it, unless a test says otherwise.
-  stub id 'case "$1" in -u) echo "${STUB_NODE_UID:-1000}" ;; -g) echo "${STUB_NODE_GID:-1000}" ;; *) exit 1 ;; esac'
-  stub stat 'echo "${STUB_OWNER_UID:-1000}"'
+  stub id "$(id_body '-u*) echo "${STUB_NODE_UID:-1000}" ;;')"
+  stat_as '${STUB_OWNER_UID:-1000}' '${STUB_OWNER_GID:-1000}'
   stub groupmod
   stub usermod
   # No other user of the image holds a uid, unless a test says otherwise.
@@ -31,6 +31,7 @@ setup() {
   # Each setpriv call's argv, one word a line, in setpriv.1, setpriv.2, ...
   stub setpriv 'n=$(( $(cat "$TEST_TMP/setpriv.n" 2>/dev/null || echo 0) + 1 )); echo "$n" > "$TEST_TMP/setpriv.n"
 printf "%s\n" "$@" > "$TEST_TMP/setpriv.$n"
+printf "%s\n" "$HOME" > "$TEST_TMP/setpriv.$n.home"
 if [ -e "$AGENT_SANDBOX_STATE_DIR/ready" ]; then echo "setpriv: ready exists" >> "$STUB_LOG"; fi
 exit "${STUB_SETPRIV_EXIT:-0}"'
   stub sleep '[ ! -e "$AGENT_SANDBOX_STATE_DIR/ready" ] || echo "sleep: ready exists" >> "$STUB_LOG"'
@@ -53,6 +54,22 @@ EOF
 
 # argv_of N: the argv of the Nth setpriv call, one word a line.
 argv_of() { cat "$TEST_TMP/setpriv.$1"; }
+
+# id_body CASES: an `id` stub answering `id node` (uid=... gid=... as id prints it,
+# from STUB_NODE_UID/GID, default 1000) and, before that, the given case arms.
+id_body() {
+  printf '%s\n' 'case "$*" in' "$1" \
+    'node) echo "uid=${STUB_NODE_UID:-1000}(node) gid=${STUB_NODE_GID:-1000}(node) groups=${STUB_NODE_GID:-1000}(node)" ;;' \
+    '*) exit 1 ;;' 'esac'
+}
+
+# stat_as UID GID: `stat -c "%u %g %n" PATH...` answers UID and GID for every PATH
+# (each may be a shell expression such as ${VAR:-1000}, expanded when stat runs).
+stat_as() {
+  stub stat "[ \"\$1\" = -c ] && [ \"\$2\" = '%u %g %n' ] && [ \"\$3\" = -- ] || exit 1
+shift 3
+for p in \"\$@\"; do echo \"$1 $2 \$p\"; done"
+}
 
 @test "firewall mode: runs the firewall, then writes ready, then execs sleep infinity" {
   run --separate-stderr "$SCRIPT"
@@ -194,7 +211,7 @@ usermod --non-unique --uid 1234 node"
 }
 
 @test "renumbering: the resolver's user (dnsmasq) holding the owner's uid moves to a free system uid first" {
-  stub id 'case "$*" in "-u dnsmasq") echo 999 ;; -u*) echo 1000 ;; -g*) echo 1000 ;; *) exit 1 ;; esac'
+  stub id "$(id_body '"-u dnsmasq") echo 999 ;;')"
   stub getent 'case "$*" in "passwd 999") echo "dnsmasq:x:999:999::/var/lib/misc:/usr/sbin/nologin" ;; "passwd 998") echo "other:x:998:998::/:/usr/sbin/nologin" ;; *) exit 2 ;; esac'
   AGENT_SANDBOX_UID=999 run "$SCRIPT"
   assert_success
@@ -205,7 +222,7 @@ usermod --non-unique --uid 999 node"
 }
 
 @test "renumbering: another entry with the owner's uid (rootless Podman's keep-id adds one for you) is left alone" {
-  stub id 'case "$*" in "-u dnsmasq") echo 999 ;; -u*) echo 1000 ;; -g*) echo 1000 ;; *) exit 1 ;; esac'
+  stub id "$(id_body '"-u dnsmasq") echo 999 ;;')"
   stub getent 'case "$*" in "passwd 899") echo "me:x:899:899::/home/me:/bin/sh" ;; *) exit 2 ;; esac'
   AGENT_SANDBOX_UID=899 run "$SCRIPT"
   assert_success
@@ -214,7 +231,7 @@ usermod --non-unique --uid 999 node"
 }
 
 @test "renumbering: failing to move the resolver's user fails the start before node is renumbered" {
-  stub id 'case "$*" in "-u dnsmasq") echo 999 ;; -u*) echo 1000 ;; -g*) echo 1000 ;; *) exit 1 ;; esac'
+  stub id "$(id_body '"-u dnsmasq") echo 999 ;;')"
   stub usermod '[ "$2" = 998 ] && exit 3; exit 0'
   AGENT_SANDBOX_UID=999 run --separate-stderr "$SCRIPT"
   assert_failure 1
@@ -267,8 +284,6 @@ chown node:node $AGENT_SANDBOX_SHELF"
   assert_output "--reuid=node
 --regid=node
 --init-groups
-env
-HOME=$AGENT_SANDBOX_USER_HOME
 /usr/bin/git
 config
 --global
@@ -278,13 +293,14 @@ Ada \$(touch pwned) Lovelace"
   assert_output "--reuid=node
 --regid=node
 --init-groups
-env
-HOME=$AGENT_SANDBOX_USER_HOME
 /usr/bin/git
 config
 --global
 user.email
 ada@example.com"
+  # git (through setpriv) runs with node's HOME
+  [ "$(cat "$TEST_TMP/setpriv.1.home")" = "$AGENT_SANDBOX_USER_HOME" ]
+  [ "$(cat "$TEST_TMP/setpriv.2.home")" = "$AGENT_SANDBOX_USER_HOME" ]
   [ ! -e "$TEST_TMP/pwned" ]
   # Set before the sandbox is ready.
   run grep -c '^setpriv: ready exists' "$STUB_LOG"
@@ -344,11 +360,6 @@ two words
   assert_equal "$stderr" ''
   run cat "$AGENT_SANDBOX_STATE_DIR/setup.log"
   assert_output 'init-firewall: warning: no IPv6'
-}
-
-# stat_as UID GID: stat -c %u / %g answer these (for every path).
-stat_as() {
-  stub stat "case \"\$2\" in %u) echo $1 ;; %g) echo $2 ;; *) exit 1 ;; esac"
 }
 
 @test "agent config volumes: one file inside that is not node's hands that volume to node" {
@@ -415,4 +426,93 @@ agent-sandbox: pids limit reached: 7 forks refused'
   run --separate-stderr "$SCRIPT" true
   assert_success
   assert_equal "$stderr" ''
+}
+
+@test "with a CMD: cgroup v2 pids.events and v1 memory.oom_control; a last line without a newline; a missing key counts as 0" {
+  export AGENT_SANDBOX_CGROUP_DIR="$TEST_TMP/cgroup"
+  mkdir -p "$AGENT_SANDBOX_CGROUP_DIR/memory" "$AGENT_SANDBOX_CGROUP_DIR/pids"
+  printf 'other 5\n' > "$AGENT_SANDBOX_CGROUP_DIR/pids.events"
+  # v2 first: the v1 file is not read while the v2 one is readable
+  printf 'max 100\n' > "$AGENT_SANDBOX_CGROUP_DIR/pids/pids.events"
+  printf 'oom_kill_disable 0\nunder_oom 0\noom_kill 4' > "$AGENT_SANDBOX_CGROUP_DIR/memory/memory.oom_control"
+  stub setpriv "printf 'max 3\n' > '$AGENT_SANDBOX_CGROUP_DIR/pids.events'; printf 'oom_kill_disable 0\nunder_oom 1\noom_kill 5' > '$AGENT_SANDBOX_CGROUP_DIR/memory/memory.oom_control'"
+  run --separate-stderr "$SCRIPT" make
+  assert_success
+  assert_equal "$stderr" 'agent-sandbox: out of memory: 1 processes killed
+agent-sandbox: pids limit reached: 3 forks refused'
+}
+
+@test "start-up forks: node is looked up once, the volumes' owners come from one stat, clean volumes from one find" {
+  local gid
+  gid="$(PATH=/usr/bin:/bin id -g)"
+  mkdir -p "$AGENT_SANDBOX_USER_HOME/.codex/sessions" "$AGENT_SANDBOX_USER_HOME/.claude" "$AGENT_SANDBOX_SHELF"
+  : > "$AGENT_SANDBOX_USER_HOME/.codex/sessions/auth.json"
+  : > "$AGENT_SANDBOX_USER_HOME/.claude/settings.json"
+  stat_as "$UID" "$gid"
+  stub find 'exec /usr/bin/find "$@"'
+  STUB_NODE_UID=$UID STUB_NODE_GID=$gid run "$SCRIPT"
+  assert_success
+  run grep -E '^(id|stat|find|chown|rm|mkdir|awk)( |$)' "$STUB_LOG"
+  assert_output "id node
+stat -c %u %g %n -- $AGENT_SANDBOX_HISTORY_DIR $AGENT_SANDBOX_USER_HOME $AGENT_SANDBOX_USER_HOME/.claude $AGENT_SANDBOX_USER_HOME/.codex $AGENT_SANDBOX_SHELF
+find $AGENT_SANDBOX_USER_HOME/.claude $AGENT_SANDBOX_USER_HOME/.codex -mindepth 1 ( ! -uid $UID -o ! -gid $gid ) -printf %H -quit"
+}
+
+@test "renumbering: node is looked up again after usermod, once if nothing changed" {
+  AGENT_SANDBOX_UID=1234 run "$SCRIPT"
+  assert_success
+  run grep -c '^id node$' "$STUB_LOG"
+  assert_output 2
+  : > "$STUB_LOG"
+  AGENT_SANDBOX_UID=1000 AGENT_SANDBOX_GID=1000 run "$SCRIPT"
+  assert_success
+  run grep -c '^id node$' "$STUB_LOG"
+  assert_output 1
+}
+
+@test "agent config volumes: only the volume holding a file not node's is handed over, either way round" {
+  mkdir -p "$AGENT_SANDBOX_USER_HOME/.codex" "$AGENT_SANDBOX_USER_HOME/.claude"
+  stub find 'exec /usr/bin/find "$@"'
+  # node is not the test's own uid, which owns the files; the top directories look node's.
+  stat_as $((UID + 1)) 1000
+  : > "$AGENT_SANDBOX_USER_HOME/.codex/auth.json"
+  STUB_NODE_UID=$((UID + 1)) run "$SCRIPT"
+  assert_success
+  run grep '^chown' "$STUB_LOG"
+  assert_output "chown -R node:node $AGENT_SANDBOX_USER_HOME/.codex"
+  run grep -c '^find' "$STUB_LOG"
+  assert_output 1
+  rm "$AGENT_SANDBOX_USER_HOME/.codex/auth.json"
+  : > "$AGENT_SANDBOX_USER_HOME/.claude/settings.json"
+  : > "$STUB_LOG"
+  STUB_NODE_UID=$((UID + 1)) run "$SCRIPT"
+  assert_success
+  run grep '^chown' "$STUB_LOG"
+  assert_output "chown -R node:node $AGENT_SANDBOX_USER_HOME/.claude"
+  # .codex searched on its own after .claude was found wanting
+  run grep '^find' "$STUB_LOG"
+  assert_line --index 1 --partial "find $AGENT_SANDBOX_USER_HOME/.codex -mindepth 1"
+}
+
+@test "no stale ready/failed: nothing is removed; a stale one is" {
+  stub rm 'exec /bin/rm "$@"'
+  run "$SCRIPT"
+  assert_success
+  run grep -c '^rm' "$STUB_LOG"
+  assert_output 0
+  echo old > "$AGENT_SANDBOX_STATE_DIR/failed"
+  rm -f "$AGENT_SANDBOX_STATE_DIR/ready"
+  : > "$STUB_LOG"
+  run "$SCRIPT"
+  assert_success
+  run grep '^rm' "$STUB_LOG"
+  assert_output "rm -f $AGENT_SANDBOX_STATE_DIR/failed"
+  [ ! -e "$AGENT_SANDBOX_STATE_DIR/failed" ]
+  /bin/rm "$STUB_BIN/rm" && hash -r # teardown's rm must be the real one
+}
+
+@test "is shellcheck-clean" {
+  command -v shellcheck > /dev/null || skip "shellcheck not installed"
+  run shellcheck "$ROOT/base-image/entrypoint.sh"
+  assert_success
 }

@@ -124,3 +124,25 @@ teardown() {
   assert_success
   grep -qx 'server=/new.example/127.0.0.11' "$AGENT_SANDBOX_STATE_DIR/dnsmasq.conf"
 }
+
+@test "dnsmasq failing to restart is an error with its message, and no temp file is left" {
+  export TMPDIR="$TEST_TMP/tmpdir"
+  mkdir -p "$TMPDIR"
+  stub dnsmasq 'echo "dnsmasq: bad option at line 3" >&2; echo >&2; exit 1'
+  run "$SCRIPT" new.example
+  assert_failure
+  assert_output "firewall-allow: dnsmasq failed to start: dnsmasq: bad option at line 3"
+  run ls -A "$TMPDIR" "$AGENT_SANDBOX_STATE_DIR"
+  refute_output --regexp '\.[0-9]+\.[0-9]+$|^tmp\.'
+}
+
+@test "state files it rewrites stay 0644, whatever the caller's umask" {
+  umask 077
+  run "$SCRIPT" new.example
+  assert_success
+  local f
+  for f in allowlist dnsmasq.conf upstream-resolvers; do
+    [ "$(stat -c %a "$AGENT_SANDBOX_STATE_DIR/$f")" = 644 ] || { echo "$f: $(stat -c %a "$AGENT_SANDBOX_STATE_DIR/$f")"; false; }
+  done
+  [ "$(stat -c %a "$AGENT_SANDBOX_PERSIST_DIR/upstream-resolvers")" = 644 ]
+}

@@ -21,7 +21,12 @@ setup() {
   ipv6 off
   # Every tool the script may run is stubbed, so a test can never reach the real ones.
   stub id 'if [ "$*" = "-u dnsmasq" ]; then echo 999; else exec /usr/bin/id "$@"; fi'
-  stub ipset 'case " $* " in *" restore "*) cat >> "$TEST_TMP/ipset-restore" ;; esac'
+  # `ipset restore` input: the sets it creates to ipset-create, the rest to ipset-restore.
+  stub ipset 'case " $* " in *" restore "*)
+  while IFS= read -r l; do
+    case "$l" in "create "*) f=ipset-create ;; *) f=ipset-restore ;; esac
+    printf "%s\n" "$l" >> "$TEST_TMP/$f"
+  done ;; esac'
   stub dnsmasq
   stub iptables-restore 'cat > "$TEST_TMP/rules4"'
   stub ip6tables-restore 'cat > "$TEST_TMP/rules6"'
@@ -257,22 +262,37 @@ assert_nothing_loaded() {
   assert_output 1
 }
 
-@test "ipsets are created with -exist and the right types" {
+@test "ipsets are created with -exist and the right types, in one ipset call" {
   run "$SCRIPT"
   assert_success
   run grep '^ipset' "$STUB_LOG"
-  assert_line 'ipset create -exist agent-sandbox-allow4 hash:ip family inet'
-  assert_line 'ipset create -exist agent-sandbox-allow6 hash:ip family inet6'
-  assert_line 'ipset create -exist agent-sandbox-net4 hash:net family inet'
-  refute_output --partial 'flush'
-  refute_output --partial 'destroy'
+  assert_output 'ipset -exist restore'
+  run cat "$TEST_TMP/ipset-create"
+  assert_output $'create agent-sandbox-allow4 hash:ip family inet\ncreate agent-sandbox-allow6 hash:ip family inet6\ncreate agent-sandbox-net4 hash:net family inet'
+  [ ! -e "$TEST_TMP/ipset-restore" ]
 }
 
-@test "an ipset failure aborts before rules are loaded" {
-  stub ipset 'echo "ipset v7.22: Kernel error received: Operation not permitted" >&2; exit 1'
+@test "an ipset failure aborts before rules are loaded and names the set that failed" {
+  # ipset restore names the input line that failed.
+  stub ipset 'echo "ipset v7.22: Error in line 1: Kernel error received: Operation not permitted" >&2; exit 1'
   run "$SCRIPT"
   assert_failure
   assert_line --index $((${#lines[@]} - 1)) 'init-firewall: cannot create ipset agent-sandbox-allow4: ipset v7.22: Kernel error received: Operation not permitted'
+  [ ! -e "$TEST_TMP/rules4" ]
+  stub ipset 'cat > /dev/null; echo "ipset v7.22: Error in line 2: Set cannot be created: set with the same name already exists" >&2; exit 1'
+  run "$SCRIPT"
+  assert_failure
+  assert_line --index $((${#lines[@]} - 1)) 'init-firewall: cannot create ipset agent-sandbox-allow6: ipset v7.22: Set cannot be created: set with the same name already exists'
+  [ ! -e "$TEST_TMP/rules4" ]
+  # No line number: all three sets are named.
+  stub ipset 'echo "ipset: something else" >&2; exit 1'
+  run "$SCRIPT"
+  assert_failure
+  assert_line --index $((${#lines[@]} - 1)) 'init-firewall: cannot create ipsets agent-sandbox-allow4, agent-sandbox-allow6 and agent-sandbox-net4: ipset: something else'
+  stub ipset 'exit 2'
+  run "$SCRIPT"
+  assert_failure
+  assert_line --index $((${#lines[@]} - 1)) 'init-firewall: cannot create ipsets agent-sandbox-allow4, agent-sandbox-allow6 and agent-sandbox-net4: ipset exited with an error'
   [ ! -e "$TEST_TMP/rules4" ]
 }
 
@@ -568,6 +588,121 @@ assert_nothing_loaded() {
   for f in allowlist backend upstream-resolvers dnsmasq.conf denied.log tcpdump.pid firewall.log; do
     [ "$(stat -c %a "$AGENT_SANDBOX_STATE_DIR/$f")" = 644 ] || { echo "$f: $(stat -c %a "$AGENT_SANDBOX_STATE_DIR/$f")"; false; }
   done
+}
+
+# lib CODE: run CODE in bash with firewall-lib.sh sourced the way the scripts do.
+lib() {
+  bash -c 'set -euo pipefail
+abort() { printf "lib: %s\n" "$*" >&2; exit 1; }
+warn() { printf "lib: warning: %s\n" "$*" >&2; }
+. "$AGENT_SANDBOX_LIB_DIR/firewall-lib.sh"
+'"$1"
+}
+
+@test "firewall-lib: fw_write_file writes CMD's exact output, mode 0644 whatever the umask, no temp file left" {
+  local d="$TEST_TMP/w"
+  mkdir -p "$d"
+  run lib "umask 077; fw_write_file $d/f printf '%s' 'no newline'"
+  assert_success
+  [ "$(cat "$d/f")" = 'no newline' ]
+  [ "$(stat -c %s "$d/f")" = 10 ]
+  [ "$(stat -c %a "$d/f")" = 644 ]
+  run lib "fw_write_file $d/f printf 'a\n\nb\n\n'"
+  assert_success
+  [ "$(od -An -c "$d/f" | tr -d ' \n')" = 'a\n\nb\n\n' ]
+  # empty content
+  run lib "fw_write_file $d/f :"
+  assert_success
+  [ -f "$d/f" ] && [ ! -s "$d/f" ]
+  [ "$(stat -c %a "$d/f")" = 644 ]
+  # a function's output
+  run lib "FW_DOMAINS=(a.example) FW_UPSTREAMS=(10.0.0.2); fw_write_file $d/conf fw_dnsmasq_conf"
+  assert_success
+  grep -qx 'server=/a.example/10.0.0.2' "$d/conf"
+  run ls -A "$d"
+  assert_output $'conf\nf'
+}
+
+@test "firewall-lib: fw_write_file replaces the file by rename (a reader's open file keeps the old text)" {
+  local d="$TEST_TMP/w"
+  mkdir -p "$d"
+  printf 'old\n' > "$d/f"
+  exec 5< "$d/f"
+  run lib "fw_write_file $d/f printf 'new\n'"
+  assert_success
+  [ "$(cat <&5)" = old ]
+  exec 5<&-
+  [ "$(cat "$d/f")" = new ]
+}
+
+@test "firewall-lib: fw_write_file fails cleanly: a failing CMD or an unwritable place leaves no file behind" {
+  local d="$TEST_TMP/w"
+  mkdir -p "$d"
+  printf 'old\n' > "$d/f"
+  run lib "f() { printf 'partial'; return 3; }; if fw_write_file $d/f f; then echo wrote; else echo failed; fi"
+  assert_output failed
+  [ "$(cat "$d/f")" = old ]
+  run ls -A "$d"
+  assert_output f
+  # set -e off (`fw_write_file ... || warn`): still no partial file and a failure status
+  run lib "fw_write_file $d/missing/f printf x 2> /dev/null || warn 'could not save'"
+  assert_success
+  assert_output 'lib: warning: could not save'
+  [ ! -e "$d/missing" ]
+}
+
+@test "firewall-lib: fw_write_file as root: the file is root's even in a setgid directory of another group" {
+  [ "$EUID" -eq 0 ] || skip "needs root"
+  local d="$TEST_TMP/sgid"
+  mkdir -p "$d"
+  chgrp 1234 "$d"
+  chmod 2775 "$d"
+  run lib "fw_write_file $d/f printf 'x\n'"
+  assert_success
+  [ "$(stat -c '%u:%g %a' "$d/f")" = '0:0 644' ]
+}
+
+@test "firewall-lib: fw_read_file, fw_read_lines and fw_last_line read like cat, grep -v blank and tail -n 1" {
+  printf 'legacy\n\n\n' > "$TEST_TMP/a"
+  printf '  \n10.0.0.2\n\t\nfd00::53' > "$TEST_TMP/b"
+  run lib "fw_read_file v $TEST_TMP/a; printf '[%s]' \"\$v\"; fw_read_file v $TEST_TMP/none; printf '[%s]' \"\$v\""
+  assert_output '[legacy][]'
+  run lib "fw_read_lines arr $TEST_TMP/b; printf '[%s]' \"\${arr[@]}\""
+  assert_output '[10.0.0.2][fd00::53]'
+  run lib "fw_last_line $TEST_TMP/b; fw_last_line $TEST_TMP/a; fw_last_line $TEST_TMP/none"
+  assert_output $'fd00::53\nlegacy'
+}
+
+@test "firewall-lib: fw_log writes a UTC timestamp, whatever TZ says" {
+  mkdir -p "$AGENT_SANDBOX_STATE_DIR"
+  TZ=Asia/Tokyo run lib "fw_log hello world"
+  assert_success
+  run cat "$AGENT_SANDBOX_STATE_DIR/firewall.log"
+  assert_output --regexp '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z hello world$'
+  local logged now
+  logged="$(cut -c1-13 "$AGENT_SANDBOX_STATE_DIR/firewall.log")"
+  now="$(date -u +%Y-%m-%dT%H)"
+  [ "$logged" = "$now" ] || [ "$logged" = "$(date -u -d '1 minute ago' +%Y-%m-%dT%H)" ]
+}
+
+@test "resolv.conf: search/domain/options lines kept as they are, also a last line without a newline" {
+  printf 'nameserver 10.0.0.2\n  domain corp.example\n#options x\nsearchx no\noptions\tndots:2' > "$AGENT_SANDBOX_RESOLV_CONF"
+  run "$SCRIPT"
+  assert_success
+  run cat "$AGENT_SANDBOX_RESOLV_CONF"
+  assert_output $'# Written by agent-sandbox init-firewall.sh: all DNS goes through dnsmasq.\nnameserver 127.0.0.1\n  domain corp.example\noptions\tndots:2'
+}
+
+@test "a pid file with junk around the pid still stops that process" {
+  run "$SCRIPT"
+  assert_success
+  local old
+  old="$(fake dnsmasq)"
+  printf ' %s \nignored\n' "$old" > "$AGENT_SANDBOX_STATE_DIR/dnsmasq.pid"
+  run "$SCRIPT"
+  assert_success
+  run alive "$old"
+  assert_failure
 }
 
 @test "is shellcheck-clean" {

@@ -15,7 +15,8 @@ import {generateKeyPairSync} from 'node:crypto'
 import {chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
-import {cleanupUnder, cli, docker, inspect, REPO, run, TEST_ROOT, TEST_UID, type Result} from './helpers.js'
+import {BIN, cleanupUnder, cli, docker, inspect, REPO, run, TEST_ROOT, TEST_UID, type Result} from './helpers.js'
+import {makeTestCa, tlsRelay} from './tls-helpers.js'
 
 const PREFIX = `asbx-ghapp-${(process.env.AGENT_SANDBOX_IT_ID ?? 'main').toLowerCase().replace(/[^a-z0-9-]/g, '-')}`
 const NET = `${PREFIX}-net`
@@ -167,6 +168,32 @@ describe('GitHub App credentials', () => {
     expect(stats.gitAccepted).toBeGreaterThan(0)
   })
 
+  // Behind a TLS-inspecting proxy (or with GitHub Enterprise on a private CA) the
+  // API's certificate verifies only with the CA in NODE_EXTRA_CA_CERTS, which the
+  // launcher keeps out of node's start-up (src/lib/tls.ts): minting must trust it anyway.
+  it('mints through an API whose certificate only NODE_EXTRA_CA_CERTS trusts', async () => {
+    const ca = await makeTestCa(mkdtempSync(join(dir, 'ca-')))
+    const relay = await tlsRelay(ca, {host: fakeIp, port: 8080})
+    try {
+      const apiUrl = `https://127.0.0.1:${relay.port}`
+      const before = (await fakeApi('/_fake/stats')).minted
+      const untrusted = join(dir, 'untrusted')
+      const refused = await sandboxCli(['init', '--clone', 'acme/widgets', untrusted], {AGENT_SANDBOX_GITHUB_API_URL: apiUrl, http_proxy: `http://${fakeIp}:8080`})
+      expect(refused.exitCode).toBe(6)
+      expect(refused.stderr.trim().split('\n')).toEqual([
+        `agent-sandbox: error: cannot get a GitHub App installation token: cannot reach ${apiUrl}: unable to verify the first certificate (hint: check github.appId, github.installationId, the key file and github.apiUrl (agent-sandbox config); see docs/github-app.md)`,
+      ])
+      expect(existsSync(untrusted)).toBe(false)
+      const trusted = join(dir, 'trusted')
+      const r = await sandboxCli(['init', '--clone', 'acme/widgets', trusted], {AGENT_SANDBOX_GITHUB_API_URL: apiUrl, NODE_EXTRA_CA_CERTS: ca.caFile, http_proxy: `http://${fakeIp}:8080`})
+      expect(r.exitCode, r.stderr).toBe(0)
+      expect(readFileSync(join(trusted, 'README.md'), 'utf8')).toBe('# acme/widgets\n')
+      expect((await fakeApi('/_fake/stats')).minted).toBe(before + 1)
+    } finally {
+      await relay.close()
+    }
+  })
+
   it('start mints a token into a private file mounted read-only, and git inside pushes through askpass', async () => {
     const r = await sandboxCli(['start', ws, '--json'])
     expect(r.exitCode, r.stderr).toBe(0)
@@ -310,7 +337,7 @@ describe('GitHub App credentials', () => {
   })
 
   it('token-daemon runs in the foreground, once: a second one is refused, SIGTERM stops it', async () => {
-    const daemon = execa('node', [join(REPO, 'bin', 'run.js'), 'token-daemon'], {env, reject: false, stdin: 'ignore'})
+    const daemon = execa(BIN, ['token-daemon'], {env, reject: false, stdin: 'ignore'})
     const pidFile = join(runtimeDir, 'agent-sandbox', 'daemon.pid')
     await until('the daemon pid file', () => (existsSync(pidFile) && Number(readFileSync(pidFile, 'utf8')) === daemon.pid) || undefined, 30_000)
     const second = await sandboxCli(['token-daemon'])

@@ -19,7 +19,7 @@ export default async function setup(): Promise<() => Promise<void>> {
   const base = await execa('docker', ['image', 'inspect', 'agent-sandbox-base:latest'], {reject: false})
   if (base.exitCode !== 0) {
     const certs = process.env.AGENT_SANDBOX_CA_CERTS ?? (existsSync('/etc/ssl/certs/ca-certificates.crt') ? '/etc/ssl/certs/ca-certificates.crt' : '')
-    await execa('node', [BIN, 'build-base'], {env: {AGENT_SANDBOX_CA_CERTS: certs}, stdout: 'inherit', stderr: 'inherit'})
+    await execa(BIN, ['build-base'], {env: {AGENT_SANDBOX_CA_CERTS: certs}, stdout: 'inherit', stderr: 'inherit'})
   }
   await cleanupUnder(TEST_ROOT)
   return async () => {

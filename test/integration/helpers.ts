@@ -8,7 +8,10 @@ import {join, resolve} from 'node:path'
 import {fileURLToPath} from 'node:url'
 
 export const REPO = resolve(fileURLToPath(new URL('../../', import.meta.url)))
-export const BIN = join(REPO, 'bin', 'run.js')
+/** The command users run: the launcher (bin/agent-sandbox), which starts node on ENTRY. */
+export const BIN = join(REPO, 'bin', 'agent-sandbox')
+/** The CLI's node entry, for tests that pass node its own flags. */
+export const ENTRY = join(REPO, 'bin', 'run.cjs')
 /**
  * Every workspace a test makes lives under here, so teardown can find its
  * resources by their workspace label. AGENT_SANDBOX_IT_ID keeps concurrent
@@ -32,9 +35,9 @@ export interface CliOptions {
   timeoutMs?: number
 }
 
-/** Run the built CLI (bin/run.js) in a child process. */
+/** Run the built CLI, as a user would (bin/agent-sandbox), in a child process. */
 export async function cli(args: string[], options: CliOptions = {}): Promise<Result> {
-  const result = await execa('node', [BIN, ...args], {
+  const result = await execa(BIN, args, {
     cwd: options.cwd ?? REPO,
     env: {AGENT_SANDBOX_DEBUG: undefined, ...options.env},
     input: options.input,

@@ -66,7 +66,7 @@ describe('start and exec', () => {
     expect(xs).toBe('x'.repeat(3_000_000))
     expect(r.stderr.trim()).toBe('done')
 
-    const child = execa('node', [BIN, 'exec', ws, '--', 'sh', '-c', 'echo started; sleep 60'], {reject: false, stdin: 'pipe'})
+    const child = execa(BIN, ['exec', ws, '--', 'sh', '-c', 'echo started; sleep 60'], {reject: false, stdin: 'pipe'})
     await new Promise<void>((resolve) => child.stdout!.on('data', (chunk: Buffer) => chunk.toString().includes('started') && resolve()))
     child.kill('SIGINT')
     const ended = await child
@@ -74,7 +74,7 @@ describe('start and exec', () => {
   })
 
   it('ends with 141, as docker exec does, when its reader goes away (exec -- yes | head -1)', async () => {
-    const piped = await run('bash', ['-c', 'set -o pipefail; node "$0" exec "$1" -- yes | head -1', BIN, ws])
+    const piped = await run('bash', ['-c', 'set -o pipefail; "$0" exec "$1" -- yes | head -1', BIN, ws])
     expect(piped.stdout).toBe('y')
     expect(piped.exitCode).toBe(141)
     expect(piped.stderr).toBe('')
@@ -222,7 +222,7 @@ describe('several workspaces', () => {
 
   it('Ctrl-C during start leaves nothing the next start cannot recover from', async () => {
     const ws = await workspace('interrupt')
-    const child = execa('node', [join(process.cwd(), 'bin/run.js'), 'start', ws], {reject: false})
+    const child = execa(BIN, ['start', ws], {reject: false})
     // Interrupt as soon as the container exists.
     const deadline = Date.now() + 60_000
     while (Date.now() < deadline) {
@@ -328,7 +328,7 @@ describe('shell through a real pseudo-terminal', () => {
     await containerName(ws)
     const session = `sbx-it-${process.pid}`
     const exitFile = join(ws, '..', 'shell-exit')
-    const cmd = `node ${join(process.cwd(), 'bin/run.js')} shell '${ws}'; echo $? > '${exitFile}'`
+    const cmd = `'${BIN}' shell '${ws}'; echo $? > '${exitFile}'`
     await run('tmux', ['new-session', '-d', '-s', session, '-x', '120', '-y', '30', cmd])
     try {
       const screen = async () => (await run('tmux', ['capture-pane', '-p', '-t', session])).stdout

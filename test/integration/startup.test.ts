@@ -10,7 +10,7 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {pathToFileURL} from 'node:url'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
-import {BIN, cleanupUnder, cli, makeWorkspace, removeWorkspace, REPO} from './helpers.js'
+import {cleanupUnder, ENTRY, cli, makeWorkspace, removeWorkspace, REPO} from './helpers.js'
 
 let dir: string
 let register: string
@@ -51,7 +51,7 @@ afterAll(() => {
 async function loaded(args: string[]): Promise<{stdout: string; exitCode: number; modules: string[]}> {
   const log = join(dir, `load-${args.join('_').replace(/\W/g, '')}.log`)
   writeFileSync(log, '')
-  const r = await execa('node', ['--import', register, BIN, ...args], {cwd: REPO, env: {AGENT_SANDBOX_LOAD_LOG: log}, reject: false, stdin: 'ignore'})
+  const r = await execa('node', ['--import', register, ENTRY, ...args], {cwd: REPO, env: {AGENT_SANDBOX_LOAD_LOG: log}, reject: false, stdin: 'ignore'})
   return {stdout: r.stdout, exitCode: r.exitCode ?? -1, modules: readFileSync(log, 'utf8').split('\n').filter(Boolean)}
 }
 
@@ -77,16 +77,17 @@ describe('start-up', () => {
     expect(r.modules.filter((m) => HEAVY.test(m))).toEqual([])
   })
 
-  it('list talks to a local engine without loading oclif, dockerode or execa', async () => {
+  it('list runs from the fast path\'s bundle and loads no package at all', async () => {
     const r = await loaded(['list', '--json'])
     expect(r.exitCode).toBe(0)
     expect(Array.isArray(JSON.parse(r.stdout))).toBe(true)
-    expect(r.modules.some((m) => m.includes('/dist/lib/engine/api.js'))).toBe(true)
-    expect(r.modules.filter((m) => HEAVY.test(m) || OCLIF.test(m))).toEqual([])
+    // One CommonJS bundle (scripts/bundle-fast.mjs), no ES module of ours, nothing from node_modules.
+    expect(r.modules.some((m) => m.endsWith('/dist/cli/fast.cjs'))).toBe(true)
+    expect(r.modules.filter((m) => m.includes('/node_modules/') || /\/dist\/.*\.js$/.test(m))).toEqual([])
   })
 
   // The fast path (src/cli/fast.ts) for the commands run most often.
-  it('a warm exec and a no-op build load neither oclif nor the lifecycle module', async () => {
+  it('a warm exec loads no package (not even zod, for the lifecycle module), a no-op build no oclif', async () => {
     const ws = await makeWorkspace('fastpath')
     try {
       expect((await cli(['init', ws])).exitCode).toBe(0)
@@ -94,8 +95,8 @@ describe('start-up', () => {
       const exec = await loaded(['exec', ws, '--', 'sh', '-c', 'echo ok; exit 3'])
       expect(exec.stdout).toBe('ok')
       expect(exec.exitCode).toBe(3)
-      expect(exec.modules.some((m) => m.includes('/dist/cli/fast.js'))).toBe(true)
-      expect(exec.modules.filter((m) => HEAVY.test(m) || OCLIF.test(m) || m.endsWith('/dist/lib/sandbox.js'))).toEqual([])
+      expect(exec.modules.some((m) => m.endsWith('/dist/cli/fast.cjs'))).toBe(true)
+      expect(exec.modules.filter((m) => m.includes('/node_modules/') || /\/dist\/.*\.js$/.test(m))).toEqual([])
       const build = await loaded(['build', ws])
       expect(build.exitCode).toBe(0)
       expect(build.stdout).toMatch(/^agent-sandbox-fastpath-[0-9a-f]{32}:latest$/)

@@ -38,7 +38,7 @@ async function asUser(command: string[], options: {cwd?: string; input?: string}
   return {exitCode: r.exitCode ?? -1, stdout: r.stdout, stderr: r.stderr}
 }
 
-const cli = (...args: string[]) => asUser(['node', BIN, ...args])
+const cli = (...args: string[]) => asUser([BIN, ...args])
 const podman = (...args: string[]) => asUser(['podman', '--remote', ...args])
 
 /** A git repository of the user's, with one commit. */

@@ -236,6 +236,12 @@ describe('classifyEngineError', () => {
     ['ECONNREFUSED', 'connection-refused', /refused the connection \(ECONNREFUSED\)/],
     ['ETIMEDOUT', 'connection-refused', /\(ETIMEDOUT\)/],
     ['EWHATEVER', 'unhealthy', /is not healthy: connect EWHATEVER/],
+    ['UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'tls', /the TLS handshake with the container engine at \/var\/run\/docker\.sock failed: connect UNABLE_TO_VERIFY/],
+    ['SELF_SIGNED_CERT_IN_CHAIN', 'tls', /TLS handshake with the container engine .* failed/],
+    ['DEPTH_ZERO_SELF_SIGNED_CERT', 'tls', /TLS handshake with the container engine .* failed/],
+    ['CERT_HAS_EXPIRED', 'tls', /TLS handshake with the container engine .* failed/],
+    ['ERR_TLS_CERT_ALTNAME_INVALID', 'tls', /TLS handshake with the container engine .* failed/],
+    ['ERR_SSL_WRONG_VERSION_NUMBER', 'tls', /TLS handshake with the container engine .* failed/],
   ])('%s → %s', (code, kind, message) => {
     const cause = errno(code)
     const error = classifyEngineError(cause, socket)
@@ -250,8 +256,8 @@ describe('classifyEngineError', () => {
   })
 
   it('gives each kind a distinct hint', () => {
-    const hints = ['ENOENT', 'EACCES', 'ECONNREFUSED', 'EOTHER'].map((code) => classifyEngineError(errno(code), socket).hint)
-    expect(new Set(hints).size).toBe(4)
+    const hints = ['ENOENT', 'EACCES', 'ECONNREFUSED', 'EOTHER', 'CERT_HAS_EXPIRED'].map((code) => classifyEngineError(errno(code), socket).hint)
+    expect(new Set(hints).size).toBe(5)
   })
 
   it('names DOCKER_HOST for a remote endpoint', () => {

@@ -8,6 +8,7 @@ import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {EngineApi, EngineApiError, demultiplex, queryString} from '../../src/lib/engine/api.js'
 import {ApiContainers, isNotFound} from '../../src/lib/engine/containers.js'
 import {ApiVolumes} from '../../src/lib/engine/volumes.js'
+import {EngineError} from '../../src/lib/errors.js'
 
 function frame(stream: 1 | 2, text: string): Buffer {
   const body = Buffer.from(text, 'utf8')
@@ -28,6 +29,7 @@ let server: Server
 let dir: string
 let socketPath: string
 const seen: Seen[] = []
+let lateLooks = 0
 
 async function body(req: IncomingMessage): Promise<string> {
   const chunks: Buffer[] = []
@@ -55,6 +57,19 @@ beforeAll(async () => {
     if (url.startsWith('/containers/json')) return json(res, 200, [{Id: 'abc', Names: ['/box'], Image: 'img', State: 'running', Status: 'Up', Labels: null}])
     if (url === '/containers/abc/start') return json(res, 304)
     if (url === '/containers/abc/exec') return json(res, 201, {Id: JSON.parse(text).AttachStdin ? 'e2' : 'e1'})
+    if (url === '/containers/late/exec') return json(res, 201, {Id: 'e3'})
+    if (url === '/containers/cut/exec') return json(res, 201, {Id: 'e4'})
+    if (url === '/exec/e3/start' || url === '/exec/e4/start') {
+      res.writeHead(200, {'Content-Type': 'application/vnd.docker.raw-stream'})
+      res.end(frame(1, 'partial'))
+      return
+    }
+    // The exit is recorded on the third look (e3), or never: the stream was cut while the process ran (e4).
+    if (url === '/exec/e3/json') {
+      lateLooks++
+      return json(res, 200, lateLooks < 3 ? {Running: true, ExitCode: null} : {Running: false, ExitCode: 5})
+    }
+    if (url === '/exec/e4/json') return json(res, 200, {Running: true, ExitCode: null})
     if (url === '/exec/e1/start') {
       // Split a frame across writes, as the engine's stream may.
       const out = Buffer.concat([frame(1, 'hello '), frame(2, 'warn\n'), frame(1, 'world\n')])
@@ -142,6 +157,19 @@ describe('ApiContainers and ApiVolumes against a stand-in engine', () => {
     const result = await containers.exec('abc', ['cat'], {stdin: 'some input'})
     expect(result).toEqual({exitCode: 0, stdout: 'got: some input', stderr: ''})
     expect(seen.slice(stdinServer).some((s) => s.url === '/exec/e2/start')).toBe(true)
+  })
+
+  it('waits for an exit code the engine records just after the stream ends', async () => {
+    const result = await new ApiContainers(api()).exec('late', ['true'], {})
+    expect(result).toEqual({exitCode: 5, stdout: 'partial', stderr: ''})
+    expect(lateLooks).toBe(3)
+  })
+
+  it('reports a stream cut while the process still runs, instead of making up an exit code', async () => {
+    const error = await new ApiContainers(api()).exec('cut', ['sleep', '9'], {}).catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(EngineError)
+    expect((error as EngineError).message).toBe('the connection to the engine closed while the command was still running, so its exit code is unknown')
+    expect((error as EngineError).exitCode).toBe(3)
   })
 
   it('creates a missing volume with its labels', async () => {

@@ -4,6 +4,7 @@ import Build from '../../src/commands/build.js'
 import Checkout from '../../src/commands/checkout.js'
 import Exec from '../../src/commands/exec.js'
 import List from '../../src/commands/list.js'
+import Run from '../../src/commands/run.js'
 import Shell from '../../src/commands/shell.js'
 
 describe('parseFast', () => {
@@ -20,6 +21,21 @@ describe('parseFast', () => {
   it('parses checkout with its required branch and optional path', () => {
     expect(parseFast(['checkout', 'feat/x', '--json'])).toEqual({name: 'checkout', args: {branch: 'feat/x'}, flags: {json: true}, command: []})
     expect(parseFast(['checkout', 'b', '/w'])).toEqual({name: 'checkout', args: {branch: 'b', path: '/w'}, flags: {}, command: []})
+  })
+
+  it('parses run: repeatable --env, an integer --pids-limit, limits and the command after --', () => {
+    expect(parseFast(['run', '/w', '--env', 'A', '--env=B', '--pids-limit', '64', '--memory', '1g', '--cpus', '1.5', '--keep', '--timeout', '10s', '--', 'make', '--', 'x'])).toEqual({
+      name: 'run',
+      args: {path: '/w'},
+      flags: {env: ['A', 'B'], 'pids-limit': 64, memory: '1g', cpus: '1.5', keep: true, timeout: '10s'},
+      command: ['make', '--', 'x'],
+    })
+    expect(parseFast(['run', '--network', 'none', '--branch', 'feat/x', '--', 'true'])).toEqual({
+      name: 'run',
+      args: {},
+      flags: {network: 'none', branch: 'feat/x'},
+      command: ['true'],
+    })
   })
 
   it('parses shell and list', () => {
@@ -50,6 +66,15 @@ describe('parseFast', () => {
     [['list', '--json', '--json']],
     [['checkout']],
     [['checkout', 'b', '.', 'extra']],
+    [['run', '.']],
+    [['run', '--']],
+    [['run', '--pids-limit', '15', '--', 'true']],
+    [['run', '--pids-limit', '1.5', '--', 'true']],
+    [['run', '--pids-limit', 'many', '--', 'true']],
+    [['run', '--pids-limit=-20', '--', 'true']],
+    [['run', '--keep', '--keep', '--', 'true']],
+    [['run', '--env', '--', 'true']],
+    [['run', '--timeout', '1s', '--timeout', '2s', '--', 'true']],
     [['__proto__']],
     [['toString']],
   ])('leaves %j to oclif', (argv) => {
@@ -65,15 +90,21 @@ describe('FAST_COMMANDS', () => {
     ['shell', Shell],
     ['build', Build],
     ['checkout', Checkout],
+    ['run', Run],
   ] as const)('%s matches its oclif definition', (name, command) => {
-    const oclifFlags = {...command.baseFlags, ...command.flags} as Record<string, {type: string; options?: readonly string[]; char?: string; multiple?: boolean; allowNo?: boolean; env?: string}>
+    type Def = {type: string; options?: readonly string[]; char?: string; multiple?: boolean; allowNo?: boolean; env?: string; min?: number; max?: number}
+    const oclifFlags = {...command.baseFlags, ...command.flags} as Record<string, Def>
     const fast = FAST_COMMANDS[name]
     expect(Object.keys(fast.flags).sort()).toEqual(Object.keys(oclifFlags).sort())
     for (const [flag, def] of Object.entries(oclifFlags)) {
-      expect(fast.flags[flag].kind, flag).toBe(def.type === 'boolean' ? 'boolean' : 'string')
+      // oclif's integer flags are options with a minimum (the only ones we define).
+      const kind = def.type === 'boolean' ? 'boolean' : def.min === undefined ? 'string' : 'integer'
+      expect(fast.flags[flag].kind, flag).toBe(kind)
+      expect(fast.flags[flag].min, flag).toBe(def.min)
       expect(fast.flags[flag].options, flag).toEqual(def.options)
+      expect(Boolean(fast.flags[flag].multiple), flag).toBe(Boolean(def.multiple))
       // Spellings the fast parser does not know would silently fall back; none exist today.
-      expect([def.char, def.multiple, def.allowNo, def.env].filter(Boolean), flag).toEqual([])
+      expect([def.char, def.allowNo, def.env, def.max].filter(Boolean), flag).toEqual([])
     }
     const args = Object.entries((command.args ?? {}) as Record<string, {required?: boolean}>)
     expect(fast.args).toEqual(args.map(([argName]) => argName))

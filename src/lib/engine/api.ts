@@ -45,18 +45,24 @@ export function queryString(query: Query | undefined): string {
   return text ? `?${text}` : ''
 }
 
-/** The client certificates of DOCKER_CERT_PATH (ca.pem, cert.pem, key.pem), where present. */
-export function certs(): {ca?: Buffer; cert?: Buffer; key?: Buffer} {
+/**
+ * TLS options for an engine behind https://: DOCKER_CERT_PATH's ca.pem,
+ * cert.pem and key.pem where present; without a ca.pem, node's store plus
+ * NODE_EXTRA_CA_CERTS (which the launcher keeps out of node's start: ../tls.ts).
+ * Loaded only for a TLS endpoint, like node:tls itself.
+ */
+export async function certs(): Promise<{ca?: Buffer | string[]; cert?: Buffer; key?: Buffer}> {
   const certPath = process.env.DOCKER_CERT_PATH
-  if (!certPath) return {}
   const read = (name: string) => {
+    if (!certPath) return undefined
     try {
       return readFileSync(`${certPath}/${name}`)
     } catch {
       return undefined
     }
   }
-  return {ca: read('ca.pem'), cert: read('cert.pem'), key: read('key.pem')}
+  const ca = read('ca.pem') ?? (await import('../tls.js')).extraTrust()
+  return {ca, cert: read('cert.pem'), key: read('key.pem')}
 }
 
 interface Transport {
@@ -77,7 +83,7 @@ export class EngineApi {
     this.transport ??= (async () => {
       if (this.endpoint.kind === 'http' && this.endpoint.protocol === 'https') {
         const https = await import('node:https')
-        const tls = certs()
+        const tls = await certs()
         return {request: https.request, shared: new https.Agent({keepAlive: true, ...tls}), fresh: () => new https.Agent({keepAlive: false, ...tls})}
       }
       return {request, shared: new Agent({keepAlive: true}), fresh: () => new Agent({keepAlive: false})}

@@ -14,23 +14,31 @@ export async function createDockerode(endpoint: Endpoint): Promise<Dockerode> {
     case 'pipe':
       return new Docker({socketPath: endpoint.socketPath})
     case 'http':
-      return new Docker({protocol: endpoint.protocol, host: endpoint.host, port: endpoint.port, ...tlsOptions(endpoint)})
+      return new Docker({protocol: endpoint.protocol, host: endpoint.host, port: endpoint.port, ...(endpoint.protocol === 'https' ? await certs() : {})})
     case 'ssh':
       return new Docker({protocol: 'ssh', host: endpoint.host, port: endpoint.port, username: endpoint.username})
   }
 }
 
-function tlsOptions(endpoint: Endpoint): {ca?: Buffer; cert?: Buffer; key?: Buffer} {
-  return endpoint.kind === 'http' && endpoint.protocol === 'https' ? certs() : {}
-}
-
 const where = (endpoint: Endpoint) => (endpoint.kind === 'socket' || endpoint.kind === 'pipe' ? endpoint.socketPath : endpoint.dockerHost)
+
+/** OpenSSL's certificate verification codes and node's TLS errors, as node reports them in `code`. Pure. */
+export function isTlsFailure(code: unknown): boolean {
+  return typeof code === 'string' && /^ERR_(TLS|SSL)_|CERT|^UNABLE_TO_|SELF_SIGNED|^INVALID_CA$|^HOSTNAME_MISMATCH$|^PATH_LENGTH_EXCEEDED$|^INVALID_PURPOSE$/.test(code)
+}
 
 /** Turn a low-level connection failure into a one-line EngineError with a hint. */
 export function classifyEngineError(error: unknown, endpoint: Endpoint): EngineError {
   if (error instanceof EngineError) return error
   const code = (error as {code?: string} | undefined)?.code
   const at = where(endpoint)
+  if (isTlsFailure(code)) {
+    const message = error instanceof Error ? error.message : String(code)
+    return new EngineError('tls', `the TLS handshake with the container engine at ${at} failed: ${firstLine(message)}`, {
+      cause: error,
+      hint: "give the engine's CA as ca.pem in DOCKER_CERT_PATH (with cert.pem and key.pem), or add it to the file NODE_EXTRA_CA_CERTS names",
+    })
+  }
   switch (code) {
     case 'ENOENT':
       return new EngineError('socket-not-found', `no container engine socket at ${at}`, {

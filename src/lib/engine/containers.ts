@@ -2,7 +2,7 @@
 import type Dockerode from 'dockerode'
 import type {ContainerCreateOptions, ContainerInspectInfo} from 'dockerode'
 import {PassThrough, type Readable, type Writable} from 'node:stream'
-import {UsageError} from '../errors.js'
+import {EngineError, UsageError} from '../errors.js'
 import {demultiplex, type EngineApi} from './api.js'
 import type {ContainerInfo, ContainerSummary, ExecResult, MountSpec} from './types.js'
 
@@ -325,8 +325,28 @@ export class ApiContainers implements ContainerClient {
       stream = await this.api.stream('POST', `/exec/${created.Id}/start`, start)
     }
     const {out, err, aborted} = await pumpExec(stream, options, (onOut, onErr) => demultiplex(stream, onOut, onErr))
-    const exitCode = aborted ? -1 : ((await this.api.json<{ExitCode: number | null}>('GET', `/exec/${created.Id}/json`)).ExitCode ?? -1)
+    const exitCode = aborted ? -1 : await this.execExitCode(created.Id)
     return {exitCode, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8')}
+  }
+
+  /**
+   * The exit code, once the stream has ended. The engine records it as the
+   * process ends, which is when the stream ends: if it is not there yet, wait a
+   * little. A stream that ended while the process still runs was cut (a proxy
+   * on the way that cannot pass a half-closed connection on): say so, rather
+   * than invent an exit code.
+   */
+  private async execExitCode(execId: string): Promise<number> {
+    for (let attempt = 0; ; attempt++) {
+      const info = await this.api.json<{ExitCode: number | null; Running?: boolean}>('GET', `/exec/${execId}/json`)
+      if (!info.Running && info.ExitCode !== null) return info.ExitCode
+      if (attempt === 25) {
+        throw new EngineError('unhealthy', 'the connection to the engine closed while the command was still running, so its exit code is unknown', {
+          hint: 'a proxy between this host and the engine must pass half-closed connections on (docker exec needs that too)',
+        })
+      }
+      await new Promise((resolve) => setTimeout(resolve, 40))
+    }
   }
 
   async stats(id: string): Promise<{pids: number; pidsLimit: number}> {

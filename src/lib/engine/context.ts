@@ -2,10 +2,10 @@
  * The endpoint of the current `docker context` (Docker Desktop, colima and
  * remote hosts use contexts), read from the CLI's own files without running it.
  */
-import {createHash} from 'node:crypto'
 import {readFileSync} from 'node:fs'
 import {homedir} from 'node:os'
 import {join} from 'node:path'
+import {hexDigest} from '../hash.js'
 
 export function currentContextHost(env: NodeJS.ProcessEnv = process.env): string | undefined {
   const configDir = env.DOCKER_CONFIG || join(homedir(), '.docker')
@@ -19,7 +19,7 @@ export function currentContextHost(env: NodeJS.ProcessEnv = process.env): string
     }
   }
   if (!name || name === 'default') return undefined
-  const id = createHash('sha256').update(name).digest('hex')
+  const id = hexDigest('sha256', name)
   try {
     const meta = JSON.parse(readFileSync(join(configDir, 'contexts', 'meta', id, 'meta.json'), 'utf8')) as {
       Endpoints?: {docker?: {Host?: string}}

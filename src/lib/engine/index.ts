@@ -5,9 +5,9 @@
 import type Dockerode from 'dockerode'
 import {existsSync, statSync} from 'node:fs'
 import {delimiter, join} from 'node:path'
-import {run, type RunOptions, type RunResult} from '../proc.js'
+import type {RunOptions, RunResult} from '../proc.js'
 import {EngineApi} from './api.js'
-import {classifyEngineError, createDockerode} from './connect.js'
+import {classifyEngineError, createDockerode, isTlsFailure} from './connect.js'
 import {currentContextHost} from './context.js'
 import {ApiContainers, DockerodeContainers, type ContainerClient} from './containers.js'
 import {discoverEndpoint, type Endpoint, type EndpointChoice} from './endpoint.js'
@@ -270,7 +270,7 @@ function guard<T extends object>(client: T, endpoint: Endpoint): T {
 
 function isConnectionError(error: unknown): boolean {
   const code = (error as {code?: string} | undefined)?.code
-  return typeof code === 'string' && /^E[A-Z]+$/.test(code) && (error as {statusCode?: number}).statusCode === undefined
+  return typeof code === 'string' && (/^E[A-Z]+$/.test(code) || isTlsFailure(code)) && (error as {statusCode?: number}).statusCode === undefined
 }
 
 function onPath(binary: string, env: NodeJS.ProcessEnv): boolean {
@@ -297,6 +297,8 @@ class ProcessCli implements EngineCli {
   async run(args: readonly string[], options: RunOptions = {}): Promise<RunResult> {
     const {binary, argv} = helperRunArgs(this.binary, args, args[0] === 'run' ? await this.userns() : undefined, this.pinned)
     const hostEnv = binary.endsWith('podman') ? {CONTAINER_HOST: this.endpoint.dockerHost} : {DOCKER_HOST: this.endpoint.dockerHost}
+    // Loaded here: node:child_process is not needed by the commands that only call the API.
+    const {run} = await import('../proc.js')
     return run(binary, argv, {...options, env: {...hostEnv, ...options.env}})
   }
 }

@@ -10,6 +10,7 @@ import {homedir} from 'node:os'
 import {join} from 'node:path'
 import type {GithubSettings} from '../config/schema.js'
 import {ConfigError, SandboxError, UsageError} from '../errors.js'
+import {extraTrust} from '../tls.js'
 
 /** Minting or refreshing a token failed (network, GitHub's answer, the key). */
 export class GithubAppError extends SandboxError {}
@@ -141,12 +142,12 @@ export function describeMintFailure(error: unknown, config: AppConfig): string {
 /** Mint a fresh installation token (never a cached one) through @octokit/auth-app. */
 export const mintInstallationToken: Minter = async (config) => {
   const privateKey = readPrivateKey(config.privateKeyPath)
-  const [{createAppAuth}, {request}] = await Promise.all([import('@octokit/auth-app'), import('@octokit/request')])
+  const [{createAppAuth}, {request}, trusting] = await Promise.all([import('@octokit/auth-app'), import('@octokit/request'), trustingFetch()])
   const auth = createAppAuth({
     appId: config.appId,
     privateKey,
     installationId: config.installationId,
-    request: request.defaults({baseUrl: config.apiUrl, headers: {'user-agent': 'agent-sandbox'}}),
+    request: request.defaults({baseUrl: config.apiUrl, headers: {'user-agent': 'agent-sandbox'}, request: trusting ? {fetch: trusting.fetch} : {}}),
     log: {warn: () => undefined},
   })
   try {
@@ -156,5 +157,22 @@ export const mintInstallationToken: Minter = async (config) => {
     throw new GithubAppError(`cannot get a GitHub App installation token: ${describeMintFailure(error, config)}`, {
       hint: 'check github.appId, github.installationId, the key file and github.apiUrl (agent-sandbox config); see docs/github-app.md',
     })
+  } finally {
+    await trusting?.close()
   }
+}
+
+/**
+ * With NODE_EXTRA_CA_CERTS set (a TLS-inspecting proxy, a GitHub Enterprise
+ * server with a private CA), a fetch that trusts it: node started without the
+ * file (../tls.ts), and node 20's global fetch takes no trust list, so this is
+ * undici (the same fetch) with its own connection pool. Undefined otherwise.
+ */
+async function trustingFetch(): Promise<{fetch: typeof globalThis.fetch; close: () => Promise<void>} | undefined> {
+  const ca = extraTrust()
+  if (!ca) return undefined
+  const undici = await import('undici')
+  const dispatcher = new undici.Agent({connect: {ca}})
+  const fetch = ((url: string, init?: Record<string, unknown>) => undici.fetch(url, {...init, dispatcher})) as unknown as typeof globalThis.fetch
+  return {fetch, close: () => dispatcher.close()}
 }

@@ -161,7 +161,7 @@ export function ensureRefresher(name: string, env: NodeJS.ProcessEnv): Refresher
   ensurePrivateDir(paths.dir)
   const log = openSync(paths.log, 'a', 0o600)
   try {
-    const child = spawn(process.execPath, [join(packageRoot, 'bin', 'run.js'), 'token-daemon', '--container', name], {
+    const child = spawn(process.execPath, [join(packageRoot, 'bin', 'run.cjs'), 'token-daemon', '--container', name], {
       detached: true,
       stdio: ['ignore', log, log],
       env,

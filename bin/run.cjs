@@ -1,0 +1,60 @@
+#!/usr/bin/env node
+// The CLI's entry: `agent-sandbox` (bin/agent-sandbox) runs it with node, and so
+// can you (`node bin/run.cjs …`). CommonJS on purpose: the commands run dozens
+// of times a day go through one CommonJS bundle (dist/cli/fast.cjs), and loading
+// them without node's ESM loader is 15-20 ms faster (docs/PERFORMANCE.md).
+'use strict'
+const {readFileSync} = require('node:fs')
+const {arch, platform, release} = require('node:os')
+const {join} = require('node:path')
+
+// The launcher started node without NODE_EXTRA_CA_CERTS, which node 20 parses at
+// start-up; put it back, so that every child process sees the user's environment.
+// Our own TLS clients trust the file explicitly (src/lib/tls.ts).
+if (process.env.AGENT_SANDBOX_DEFERRED_CA_CERTS !== undefined) {
+  process.env.NODE_EXTRA_CA_CERTS = process.env.AGENT_SANDBOX_DEFERRED_CA_CERTS
+  delete process.env.AGENT_SANDBOX_DEFERRED_CA_CERTS
+}
+
+// `shell` is the default command: `agent-sandbox` and `agent-sandbox <dir>` open a shell.
+const argv = process.argv.slice(2)
+const FAST_PATH = new Set(['build', 'checkout', 'exec', 'list', 'run', 'shell'])
+if (argv.length === 0 || /^(\.|\/|~)/.test(argv[0])) argv.unshift('shell')
+
+// `--version` answers without loading oclif (most of our start-up time; docs/PERFORMANCE.md).
+// The line is oclif's own user agent, so the output is the same either way; on
+// WSL oclif says "wsl", so there we leave it to oclif.
+if (argv[0] === '--version' && !(platform() === 'linux' && /microsoft/i.test(release() + safeRead('/proc/version')))) {
+  const pjson = JSON.parse(readFileSync(join(__dirname, '..', 'package.json'), 'utf8'))
+  process.stdout.write(`${pjson.name}/${pjson.version} ${platform()}-${arch() === 'ia32' ? 'x86' : arch()} node-${process.version}\n`)
+} else if (FAST_PATH.has(argv[0])) {
+  // The fast path runs the command when it understands the whole command line
+  // (src/cli/fast.ts), and resolves to undefined to leave it to oclif (help, usage errors).
+  require('../dist/cli/fast.cjs')
+    .runFast(argv)
+    .then((code) => (code === undefined ? runOclif() : process.exit(code)))
+} else {
+  runOclif()
+}
+
+async function runOclif() {
+  // oclif warns when node does not satisfy *its* engines range, which loads semver
+  // (~50 modules) on every start; ours (package.json engines) is stricter anyway.
+  const before = process.env.OCLIF_DISABLE_ENGINE_WARNING
+  if (before === undefined) process.env.OCLIF_DISABLE_ENGINE_WARNING = '1'
+  let oclif
+  try {
+    oclif = await import('@oclif/core')
+  } finally {
+    if (before === undefined) delete process.env.OCLIF_DISABLE_ENGINE_WARNING
+  }
+  await oclif.execute({args: argv, dir: __filename})
+}
+
+function safeRead(path) {
+  try {
+    return readFileSync(path, 'utf8')
+  } catch {
+    return ''
+  }
+}
