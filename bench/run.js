@@ -100,8 +100,8 @@ try {
   cleanup(id, root) // a crashed earlier run with the same id
   writeUserConfig(root)
   log(`run ${id}: ${selected.map((s) => s.key).join(', ')}; ${warmup} warm-up + ${runs} runs per arm${smoke ? ' (smoke)' : ''}`)
-  if (BIN !== join(REPO, 'bin', 'run.js') || BASE_TAG !== 'latest') log(`comparing another build: CLI ${BIN}, base image agent-sandbox-base:${BASE_TAG}`)
-  log(`machine: ${info.cores} cores, ${info.memoryGiB} GiB, kernel ${info.kernel}, node ${info.node}, ${info.engine}, load ${info.load}`)
+  if (BIN !== join(REPO, 'bin', 'agent-sandbox') || BASE_TAG !== 'latest') log(`comparing another build: CLI ${BIN}, base image agent-sandbox-base:${BASE_TAG}`)
+  log(`machine: ${info.cores} cores, ${info.memoryGiB} GiB, kernel ${info.kernel}, node ${info.node}, ${info.engine}, load ${info.load}, NODE_EXTRA_CA_CERTS ${info.extraCa}`)
 
   log('set-up: workspace, image and a running sandbox')
   const ws = makeGitWorkspace(root, 'app')
@@ -198,7 +198,7 @@ const failed = rows.filter((r) => r.error)
 const missed = rows.filter((r) => verdict(r) === 'MISSES')
 if (missed.length) process.stdout.write(`below target (reported, not a failure): ${missed.map((r) => r.key).join(', ')}\n`)
 
-if (!smoke && !only && !opts['no-doc'] && failed.length === 0 && BIN === join(REPO, 'bin', 'run.js') && BASE_TAG === 'latest') {
+if (!smoke && !only && !opts['no-doc'] && failed.length === 0 && BIN === join(REPO, 'bin', 'agent-sandbox') && BASE_TAG === 'latest') {
   const doc = join(REPO, 'docs', 'PERFORMANCE.md')
   writeDoc(doc, {rows, peakKiB, info, command: 'npm run bench', runs, warmup, startedAt, seconds})
   log(`wrote ${doc}`)

@@ -5,7 +5,7 @@
  * `after` hooks run untimed around every measured run.
  */
 import {join} from 'node:path'
-import {BASE_TAG, BENCH_LABEL, BIN, OWNER, cliSync, copyRepo, docker, sh} from './lib/fixtures.js'
+import {BASE_TAG, BENCH_LABEL, OWNER, REPO, cliArgv, cliSync, copyRepo, docker, sh} from './lib/fixtures.js'
 
 /**
  * @typedef {import('./lib/measure.js').Step} Step
@@ -23,7 +23,11 @@ import {BASE_TAG, BENCH_LABEL, BIN, OWNER, cliSync, copyRepo, docker, sh} from '
  * }} Scenario
  */
 
-const cli = (ctx, ...args) => ({argv: ['node', BIN, ...args], env: ctx.env})
+const cli = (ctx, ...args) => ({argv: cliArgv(...args), env: ctx.env})
+/** The CA bundle a user behind a TLS-inspecting proxy would name in NODE_EXTRA_CA_CERTS (the system's, ~140 certificates). */
+const SYSTEM_CA = '/etc/ssl/certs/ca-certificates.crt'
+const noExtraCa = {NODE_EXTRA_CA_CERTS: undefined}
+const psSandboxes = ['ps', '-a', '--filter', 'label=dev.agent-sandbox.managed=true', '--filter', 'label=dev.agent-sandbox.kind=sandbox']
 const dockerStep = (...args) => ({argv: ['docker', ...args]})
 const label = (ctx) => ['--label', `${BENCH_LABEL}=${ctx.id}`]
 const rmForce = (name) => sh('docker', ['rm', '-f', name], {allowFailure: true})
@@ -56,20 +60,30 @@ export const scenarios = [
     key: 'startup',
     title: 'CLI start-up',
     ours: '`agent-sandbox --version`',
-    base: "`node -e ''`",
+    base: "`node -e ''` (both without NODE_EXTRA_CA_CERTS)",
     target: 1.5,
     smoke: true,
-    a: {steps: (ctx) => [cli(ctx, '--version')]},
-    b: {steps: () => [{argv: ['node', '-e', '']}]},
+    a: {steps: (ctx) => [{...cli(ctx, '--version'), env: {...ctx.env, ...noExtraCa}}]},
+    b: {steps: () => [{argv: ['node', '-e', ''], env: noExtraCa}]},
+  },
+  {
+    key: 'startup-ca',
+    title: 'CLI start-up behind a TLS-inspecting proxy',
+    ours: '`agent-sandbox --version`',
+    base: `\`node -e ''\` (both with NODE_EXTRA_CA_CERTS=${SYSTEM_CA})`,
+    target: 1.5,
+    smoke: true,
+    a: {steps: (ctx) => [{...cli(ctx, '--version'), env: {...ctx.env, NODE_EXTRA_CA_CERTS: SYSTEM_CA}}]},
+    b: {steps: () => [{argv: ['node', '-e', ''], env: {NODE_EXTRA_CA_CERTS: SYSTEM_CA}}]},
   },
   {
     key: 'floor',
     title: 'floor: node + oclif (no target)',
-    ours: "`node -e \"require('@oclif/core')\"` (what every command but `--version` loads first)",
-    base: "`node -e ''`",
+    ours: "`node -e \"require('@oclif/core')\"` (what the commands off the fast path load first: start, stop, init, …)",
+    base: "`node -e ''` (both without NODE_EXTRA_CA_CERTS)",
     smoke: false,
-    a: {steps: () => [{argv: ['node', '-e', "require('@oclif/core')"], env: {OCLIF_DISABLE_ENGINE_WARNING: '1'}}]},
-    b: {steps: () => [{argv: ['node', '-e', '']}]},
+    a: {steps: () => [{argv: ['node', '-e', "require('@oclif/core')"], env: {OCLIF_DISABLE_ENGINE_WARNING: '1', ...noExtraCa}}]},
+    b: {steps: () => [{argv: ['node', '-e', ''], env: noExtraCa}]},
   },
   {
     key: 'exec',
@@ -205,7 +219,16 @@ export const scenarios = [
     },
     note: (ctx) => `${String(ctx.extra.listed)} sandboxes listed (${ctx.listCount} made by the bench, the rest already on the engine)`,
     a: {steps: (ctx) => [cli(ctx, 'list', '--json')]},
-    b: {steps: () => [dockerStep('ps', '-a', '--filter', 'label=dev.agent-sandbox.managed=true', '--filter', 'label=dev.agent-sandbox.kind=sandbox')]},
+    b: {steps: () => [dockerStep(...psSandboxes)]},
+  },
+  {
+    key: 'list-floor',
+    title: 'floor: any node program listing (no target)',
+    ours: '`node bench/floor-list.cjs`: start node, make the same one Engine API call, print the answer (no NODE_EXTRA_CA_CERTS)',
+    base: 'the same `docker ps` as the list row',
+    smoke: false,
+    a: {steps: () => [{argv: ['node', join(REPO, 'bench', 'floor-list.cjs')], env: noExtraCa}]},
+    b: {steps: () => [dockerStep(...psSandboxes)]},
   },
   {
     key: 'parallel',

@@ -14,6 +14,10 @@ import {fileURLToPath} from 'node:url'
 export const REPO = resolve(fileURLToPath(new URL('../../', import.meta.url)))
 /** The CLI under test: this checkout's, or another build's (AGENT_SANDBOX_BENCH_CLI, to compare before and after a change). */
 export const BIN = process.env.AGENT_SANDBOX_BENCH_CLI ? resolve(process.env.AGENT_SANDBOX_BENCH_CLI) : join(REPO, 'bin', 'agent-sandbox')
+/** The argv that runs the CLI: the launcher as users run it, or node on another build's entry script. */
+export function cliArgv(/** @type {string[]} */ ...args) {
+  return /\.[cm]?js$/.test(BIN) ? ['node', BIN, ...args] : [BIN, ...args]
+}
 /** The base image tag the bench's sandboxes build on (AGENT_SANDBOX_BENCH_BASE_TAG; default latest). */
 export const BASE_TAG = process.env.AGENT_SANDBOX_BENCH_BASE_TAG || 'latest'
 export const BENCH_LABEL = 'dev.agent-sandbox.bench'
@@ -61,7 +65,8 @@ export function cliSync(root, args) {
     if (v === undefined) delete env[k]
     else env[k] = v
   }
-  return sh('node', [BIN, ...args], {env})
+  const [command, ...rest] = cliArgv(...args)
+  return sh(command, rest, {env})
 }
 
 function chownTree(path, uid) {
@@ -117,7 +122,7 @@ function lines(text) {
 }
 
 /** Remove every container, volume and image this run made; never anything else. Best effort, never throws. */
-export function cleanup(id, root, log = () => {}) {
+export function cleanup(id, root, log = (/** @type {string} */ _message) => {}) {
   const quiet = (args) => sh('docker', args, {allowFailure: true})
   const underRoot = (value) => value === root || value.startsWith(`${root}/`)
   try {

@@ -102,7 +102,7 @@ function git(cwd, args) {
  * The cached repository for (files, commits), generated if missing. Owned by
  * `owner` (the workspace owner the bench uses). Returns its path.
  */
-export async function ensureRepo({files, commits, owner}, log = () => {}) {
+export async function ensureRepo({files, commits, owner}, log = (/** @type {string} */ _message) => {}) {
   const key = `repo-v${GENERATOR_VERSION}-${files}f-${commits}c`
   const root = cacheRoot()
   const dir = join(root, key)

@@ -17,6 +17,7 @@ export function machine() {
     engine: `Docker ${engine}`,
     git: gitVersion,
     load,
+    extraCa: process.env.NODE_EXTRA_CA_CERTS ? `set (${process.env.NODE_EXTRA_CA_CERTS})` : 'unset',
   }
 }
 
@@ -94,7 +95,7 @@ export function writeDoc(path, {rows, peakKiB, info, command, runs, warmup, star
     BEGIN,
     `Last full run: ${startedAt.toISOString().replace(/\.\d+Z$/, 'Z')}, ${Math.round(seconds)} s in all; ${warmup} warm-up + ${runs} measured pairs per scenario${fewer(rows, runs)}, A/B alternating (ABBA).`,
     '',
-    `Machine: ${info.cores} cores (${info.cpu}), ${info.memoryGiB} GiB memory, kernel ${info.kernel}, node ${info.node}, engine ${info.engine}, git ${info.git}; load average at the start ${info.load}.`,
+    `Machine: ${info.cores} cores (${info.cpu}), ${info.memoryGiB} GiB memory, kernel ${info.kernel}, node ${info.node}, engine ${info.engine}, git ${info.git}; load average at the start ${info.load}. NODE_EXTRA_CA_CERTS in the environment of the other rows: ${info.extraCa}.`,
     '',
     `Reproduce: \`${command}\``,
     '',

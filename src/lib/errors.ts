@@ -97,3 +97,8 @@ export class CommandFailedError extends SandboxError {
 export function isSandboxError(error: unknown): error is SandboxError {
   return error instanceof SandboxError
 }
+
+/** OpenSSL's certificate verification codes and node's TLS errors, as node reports them in `code`. Pure. */
+export function isTlsFailure(code: unknown): boolean {
+  return typeof code === 'string' && /^ERR_(TLS|SSL)_|CERT|^UNABLE_TO_|SELF_SIGNED|^INVALID_CA$|^HOSTNAME_MISMATCH$|^PATH_LENGTH_EXCEEDED$|^INVALID_PURPOSE$/.test(code)
+}

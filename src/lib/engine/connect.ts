@@ -3,7 +3,7 @@
  * reach it. dockerode is imported lazily so that --help and --version never load it.
  */
 import type Dockerode from 'dockerode'
-import {EngineError} from '../errors.js'
+import {EngineError, isTlsFailure} from '../errors.js'
 import {certs} from './api.js'
 import type {Endpoint} from './endpoint.js'
 
@@ -21,11 +21,6 @@ export async function createDockerode(endpoint: Endpoint): Promise<Dockerode> {
 }
 
 const where = (endpoint: Endpoint) => (endpoint.kind === 'socket' || endpoint.kind === 'pipe' ? endpoint.socketPath : endpoint.dockerHost)
-
-/** OpenSSL's certificate verification codes and node's TLS errors, as node reports them in `code`. Pure. */
-export function isTlsFailure(code: unknown): boolean {
-  return typeof code === 'string' && /^ERR_(TLS|SSL)_|CERT|^UNABLE_TO_|SELF_SIGNED|^INVALID_CA$|^HOSTNAME_MISMATCH$|^PATH_LENGTH_EXCEEDED$|^INVALID_PURPOSE$/.test(code)
-}
 
 /** Turn a low-level connection failure into a one-line EngineError with a hint. */
 export function classifyEngineError(error: unknown, endpoint: Endpoint): EngineError {

@@ -9,7 +9,7 @@ import {isIP} from 'node:net'
 import {homedir} from 'node:os'
 import {join} from 'node:path'
 import type {GithubSettings} from '../config/schema.js'
-import {ConfigError, SandboxError, UsageError} from '../errors.js'
+import {ConfigError, isTlsFailure, SandboxError, UsageError} from '../errors.js'
 import {extraTrust} from '../tls.js'
 
 /** Minting or refreshing a token failed (network, GitHub's answer, the key). */
@@ -155,11 +155,21 @@ export const mintInstallationToken: Minter = async (config) => {
     return {token: result.token, expiresAt: result.expiresAt}
   } catch (error) {
     throw new GithubAppError(`cannot get a GitHub App installation token: ${describeMintFailure(error, config)}`, {
-      hint: 'check github.appId, github.installationId, the key file and github.apiUrl (agent-sandbox config); see docs/github-app.md',
+      hint: tlsFailureIn(error)
+        ? `add the CA that signs ${config.apiUrl}'s certificate (behind a TLS-inspecting proxy: the proxy's) to the file NODE_EXTRA_CA_CERTS names`
+        : 'check github.appId, github.installationId, the key file and github.apiUrl (agent-sandbox config); see docs/github-app.md',
     })
   } finally {
     await trusting?.close()
   }
+}
+
+/** Whether a TLS verification failure is somewhere in an error's cause chain (fetch wraps the socket's error). */
+function tlsFailureIn(error: unknown): boolean {
+  for (let e = error as {code?: unknown; cause?: unknown} | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
+    if (isTlsFailure(e.code)) return true
+  }
+  return false
 }
 
 /**
