@@ -16,6 +16,10 @@ if (process.env.AGENT_SANDBOX_DEFERRED_CA_CERTS !== undefined) {
   delete process.env.AGENT_SANDBOX_DEFERRED_CA_CERTS
 }
 
+// Deprecation warnings from packages we use are for their authors, not for you
+// (docker-modem warns on every ssh:// request, DEP0170); AGENT_SANDBOX_DEBUG shows them.
+if (!process.env.AGENT_SANDBOX_DEBUG) process.noDeprecation = true
+
 // `shell` is the default command: `agent-sandbox` and `agent-sandbox <dir>` open a shell.
 const argv = process.argv.slice(2)
 const FAST_PATH = new Set(['build', 'checkout', 'exec', 'list', 'run', 'shell'])
@@ -30,8 +34,10 @@ if (argv[0] === '--version' && !(platform() === 'linux' && /microsoft/i.test(rel
 } else if (FAST_PATH.has(argv[0])) {
   // The fast path runs the command when it understands the whole command line
   // (src/cli/fast.ts), and resolves to undefined to leave it to oclif (help, usage errors).
-  require('../dist/cli/fast.cjs')
-    .runFast(argv)
+  // Through a V8 code cache: compiling the bundle is a tenth of a warm command (bin/compile-cache.cjs).
+  require('./compile-cache.cjs')
+    .requireCached(join(__dirname, '..', 'dist', 'cli', 'fast.cjs'))
+    .exports.runFast(argv)
     .then((code) => (code === undefined ? runOclif() : process.exit(code)))
 } else {
   runOclif()

@@ -13,9 +13,13 @@
 // file's own URL. The one module that finds files from it (src/lib/assets.ts)
 // looks upwards for the package root, so it does not matter where the bundle sits.
 import {build} from 'esbuild'
+import {createHash} from 'node:crypto'
+import {readFileSync, writeFileSync} from 'node:fs'
+import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
+const out = join(root, 'dist', 'cli', 'fast.cjs')
 
 await build({
   absWorkingDir: root,
@@ -30,3 +34,18 @@ await build({
   banner: {js: "const __agentSandboxModuleUrl = require('node:url').pathToFileURL(__filename).href;"},
   logLevel: 'warning',
 })
+
+const body = readFileSync(out, 'utf8')
+// The bundle runs as code compiled through a V8 code cache, where node 20 cannot
+// import(): lazy imports must go through src/lib/lazy-import.ts, whose one import()
+// is its fallback outside the cache.
+const imports = body.match(/\bimport\(/g) ?? []
+if (imports.length !== 1) {
+  console.error(`bundle-fast: ${imports.length} import() calls in the fast path's bundle, expected 1 (src/lib/lazy-import.ts): load packages with lazyImport()`)
+  process.exit(1)
+}
+
+// The content hash on the first line names the bundle's V8 code cache
+// (bin/compile-cache.cjs): V8 checks a cache against the source's length only.
+const hash = createHash('sha256').update(body).digest('hex').slice(0, 32)
+writeFileSync(out, `// agent-sandbox fast path, build ${hash}\n${body}`)

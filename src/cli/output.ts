@@ -1,6 +1,7 @@
 /** stderr progress (ora spinners on a TTY, plain lines otherwise) and secret masking. */
 import {ExitCode, isSandboxError} from '../lib/errors.js'
 import type {Reporter} from '../lib/reporter.js'
+import {lazyImport} from '../lib/lazy-import.js'
 
 export function redact(text: string, secrets: readonly string[]): string {
   let out = text
@@ -38,7 +39,7 @@ export function makeReporter(secrets: () => readonly string[]): Reporter {
         write(`${label}…`)
         return work()
       }
-      const {default: ora} = await import('ora')
+      const {default: ora} = await lazyImport<typeof import('ora')>('ora')
       const spinner = ora({text: label, stream: process.stderr}).start()
       try {
         const result = await work()
@@ -54,7 +55,7 @@ export function makeReporter(secrets: () => readonly string[]): Reporter {
 
 /** Ask yes/no on a TTY. Callers check for a TTY first and require a flag otherwise. */
 export async function confirm(message: string): Promise<boolean> {
-  const {confirm: ask} = await import('@inquirer/prompts')
+  const {confirm: ask} = await lazyImport<typeof import('@inquirer/prompts')>('@inquirer/prompts')
   return ask({message, default: false}, {output: process.stderr})
 }
 

@@ -3,6 +3,7 @@ import {mkdirSync, writeFileSync} from 'node:fs'
 import {homedir} from 'node:os'
 import {join} from 'node:path'
 import {ConflictError} from './errors.js'
+import {lazyImport} from './lazy-import.js'
 
 export function lockDir(env: NodeJS.ProcessEnv = process.env): string {
   const base = env.XDG_CACHE_HOME || join(env.HOME || homedir(), '.cache')
@@ -11,7 +12,7 @@ export function lockDir(env: NodeJS.ProcessEnv = process.env): string {
 
 /** Run `work` while holding the named lock (waits up to ~2 minutes for another holder). */
 export async function withLock<T>(name: string, work: () => Promise<T>, env: NodeJS.ProcessEnv = process.env): Promise<T> {
-  const {default: lockfile} = await import('proper-lockfile')
+  const {default: lockfile} = await lazyImport<{default: typeof import('proper-lockfile')}>('proper-lockfile')
   const dir = lockDir(env)
   mkdirSync(dir, {recursive: true})
   const file = join(dir, name.replace(/[^A-Za-z0-9_.-]/g, '_'))

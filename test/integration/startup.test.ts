@@ -5,7 +5,8 @@
  * commands that do not need them. No timings here: speed is the benchmark's.
  */
 import {execa} from 'execa'
-import {mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
+import {existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync} from 'node:fs'
+import Module from 'node:module'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {pathToFileURL} from 'node:url'
@@ -51,7 +52,8 @@ afterAll(() => {
 async function loaded(args: string[]): Promise<{stdout: string; exitCode: number; modules: string[]}> {
   const log = join(dir, `load-${args.join('_').replace(/\W/g, '')}.log`)
   writeFileSync(log, '')
-  const r = await execa('node', ['--import', register, ENTRY, ...args], {cwd: REPO, env: {AGENT_SANDBOX_LOAD_LOG: log}, reject: false, stdin: 'ignore'})
+  // The code cache loads the bundle through vm, which the hooks cannot see: off here (its own tests are below).
+  const r = await execa('node', ['--import', register, ENTRY, ...args], {cwd: REPO, env: {AGENT_SANDBOX_LOAD_LOG: log, NODE_DISABLE_COMPILE_CACHE: '1'}, reject: false, stdin: 'ignore'})
   return {stdout: r.stdout, exitCode: r.exitCode ?? -1, modules: readFileSync(log, 'utf8').split('\n').filter(Boolean)}
 }
 
@@ -110,4 +112,77 @@ describe('start-up', () => {
       removeWorkspace(ws)
     }
   })
+
+  // bin/compile-cache.cjs: the bundle through a V8 code cache (node 20; node 22.1+ has its own).
+  describe('the fast path\'s code cache', () => {
+    const builtin = typeof (Module as unknown as {enableCompileCache?: unknown}).enableCompileCache === 'function'
+    const bundleHash = () => /^\/\/ agent-sandbox fast path, build ([0-9a-f]+)\n/.exec(readFileSync(join(REPO, 'dist', 'cli', 'fast.cjs'), 'utf8'))?.[1]
+    const listJson = (env: Record<string, string | undefined>) => cli(['list', '--json'], {env})
+
+    it('is written on first use, taken as it is after, and changes nothing the command prints', async () => {
+      const home = mkdtempSync(join(tmpdir(), 'asb-cc-'))
+      try {
+        const env = {XDG_CACHE_HOME: home}
+        const plain = await listJson({NODE_DISABLE_COMPILE_CACHE: '1', XDG_CACHE_HOME: home})
+        expect(plain.exitCode, plain.stderr).toBe(0)
+        const dir = join(home, 'agent-sandbox', 'compile-cache')
+        expect(existsSync(dir)).toBe(false)
+        const first = await listJson(env)
+        expect(first).toEqual(plain)
+        const file = join(dir, `fast-${bundleHash()}-${process.version}-${process.arch}.cache`)
+        if (builtin) {
+          expect(readdirSync(dir).length).toBeGreaterThan(0)
+          return
+        }
+        expect(readdirSync(dir)).toEqual([file.split('/').at(-1)])
+        expect(statSync(file).mode & 0o777).toBe(0o600)
+        expect(statSync(dir).mode & 0o777).toBe(0o700)
+        const written = statSync(file).mtimeMs
+        const second = await listJson(env)
+        expect(second).toEqual(plain)
+        // V8 took it: nothing was written again.
+        expect(statSync(file).mtimeMs).toBe(written)
+      } finally {
+        rmSync(home, {recursive: true, force: true})
+      }
+    })
+
+    it('replaces a cache V8 refuses, and runs without one where none can be written', async () => {
+      const home = mkdtempSync(join(tmpdir(), 'asb-cc-'))
+      try {
+        const plain = await listJson({NODE_DISABLE_COMPILE_CACHE: '1'})
+        const dir = join(home, 'agent-sandbox', 'compile-cache')
+        mkdirSync(dir, {recursive: true})
+        const file = join(dir, `fast-${bundleHash()}-${process.version}-${process.arch}.cache`)
+        writeFileSync(file, 'not a code cache')
+        expect(await listJson({XDG_CACHE_HOME: home})).toEqual(plain)
+        if (!builtin) expect(readFileSync(file, 'utf8')).not.toBe('not a code cache')
+        // A cache home that is a file: nothing can be written, and nothing is said about it.
+        const blocked = join(home, 'a-file')
+        writeFileSync(blocked, '')
+        expect(await listJson({XDG_CACHE_HOME: blocked})).toEqual(plain)
+      } finally {
+        rmSync(home, {recursive: true, force: true})
+      }
+    })
+
+    it('lets the bundle import packages lazily, with and without the cache (dockerode for ssh://)', async () => {
+      const home = mkdtempSync(join(tmpdir(), 'asb-cc-'))
+      try {
+        // Nothing listens on port 1: the engine error proves dockerode was imported and tried.
+        const env = {XDG_CACHE_HOME: home, DOCKER_HOST: 'ssh://nobody@127.0.0.1:1'}
+        for (const round of ['no cache yet', 'cache taken']) {
+          const r = await listJson(env)
+          expect(r.exitCode, round).toBe(3)
+          // One line: no warning from node about vm imports, nor docker-modem's deprecation (DEP0170).
+          expect(r.stderr.split('\n'), round).toEqual([
+            "agent-sandbox: error: the container engine at ssh://nobody@127.0.0.1:1 refused the connection (ECONNREFUSED) (hint: check that the engine is running (`docker info`) and that DOCKER_HOST is right)",
+          ])
+        }
+      } finally {
+        rmSync(home, {recursive: true, force: true})
+      }
+    })
+  })
 })
+

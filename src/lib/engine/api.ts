@@ -11,6 +11,7 @@ import {Agent, request, type ClientRequest, type IncomingMessage, type OutgoingH
 import {readFileSync} from 'node:fs'
 import {Duplex, type Readable} from 'node:stream'
 import type {Endpoint} from './endpoint.js'
+import {lazyImport} from '../lazy-import.js'
 
 export class EngineApiError extends Error {
   override name = 'EngineApiError'
@@ -82,7 +83,7 @@ export class EngineApi {
   private getTransport(): Promise<Transport> {
     this.transport ??= (async () => {
       if (this.endpoint.kind === 'http' && this.endpoint.protocol === 'https') {
-        const https = await import('node:https')
+        const https = await lazyImport<typeof import('node:https')>('node:https')
         const tls = await certs()
         return {request: https.request, shared: new https.Agent({keepAlive: true, ...tls}), fresh: () => new https.Agent({keepAlive: false, ...tls})}
       }

@@ -6,9 +6,10 @@ import type Dockerode from 'dockerode'
 import {EngineError, isTlsFailure} from '../errors.js'
 import {certs} from './api.js'
 import type {Endpoint} from './endpoint.js'
+import {lazyImport} from '../lazy-import.js'
 
 export async function createDockerode(endpoint: Endpoint): Promise<Dockerode> {
-  const {default: Docker} = await import('dockerode')
+  const {default: Docker} = await lazyImport<{default: typeof import('dockerode')}>('dockerode')
   switch (endpoint.kind) {
     case 'socket':
     case 'pipe':

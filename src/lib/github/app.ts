@@ -11,6 +11,7 @@ import {join} from 'node:path'
 import type {GithubSettings} from '../config/schema.js'
 import {ConfigError, isTlsFailure, SandboxError, UsageError} from '../errors.js'
 import {extraTrust} from '../tls.js'
+import {lazyImport} from '../lazy-import.js'
 
 /** Minting or refreshing a token failed (network, GitHub's answer, the key). */
 export class GithubAppError extends SandboxError {}
@@ -142,7 +143,11 @@ export function describeMintFailure(error: unknown, config: AppConfig): string {
 /** Mint a fresh installation token (never a cached one) through @octokit/auth-app. */
 export const mintInstallationToken: Minter = async (config) => {
   const privateKey = readPrivateKey(config.privateKeyPath)
-  const [{createAppAuth}, {request}, trusting] = await Promise.all([import('@octokit/auth-app'), import('@octokit/request'), trustingFetch()])
+  const [{createAppAuth}, {request}, trusting] = await Promise.all([
+    lazyImport<typeof import('@octokit/auth-app')>('@octokit/auth-app'),
+    lazyImport<typeof import('@octokit/request')>('@octokit/request'),
+    trustingFetch(),
+  ])
   const auth = createAppAuth({
     appId: config.appId,
     privateKey,
@@ -181,7 +186,7 @@ function tlsFailureIn(error: unknown): boolean {
 async function trustingFetch(): Promise<{fetch: typeof globalThis.fetch; close: () => Promise<void>} | undefined> {
   const ca = extraTrust()
   if (!ca) return undefined
-  const undici = await import('undici')
+  const undici = await lazyImport<typeof import('undici')>('undici')
   const dispatcher = new undici.Agent({connect: {ca}})
   const fetch = ((url: string, init?: Record<string, unknown>) => undici.fetch(url, {...init, dispatcher})) as unknown as typeof globalThis.fetch
   return {fetch, close: () => dispatcher.close()}

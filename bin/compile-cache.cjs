@@ -1,0 +1,105 @@
+// @ts-check
+// compile-cache.cjs: require() the fast path's bundle (dist/cli/fast.cjs) through a
+// V8 code cache, so that node does not parse and compile its 150 KB on every
+// command: about 4 ms, 5% of a `list` (docs/PERFORMANCE.md). Node 22.1+ has this
+// built in (module.enableCompileCache), and node 20 does not.
+//
+// The cache lives in $NODE_COMPILE_CACHE, else ${XDG_CACHE_HOME:-~/.cache}/agent-sandbox/compile-cache,
+// one file per bundle build, node version and architecture. V8 itself refuses a
+// cache made by another V8 or with other flags, but it checks the source only by
+// its length, so the file is named by the bundle's content hash, which
+// scripts/bundle-fast.mjs writes on the bundle's first line. Anything unexpected
+// (no hash, a cache V8 refuses, a directory that cannot be written) falls back to
+// a plain require; a missing or refused cache is written when the process exits.
+// NODE_DISABLE_COMPILE_CACHE=1 turns it off, as it does node's own.
+'use strict'
+const fs = require('node:fs')
+const Module = require('node:module')
+const os = require('node:os')
+const path = require('node:path')
+const vm = require('node:vm')
+
+/** The build hash on the bundle's first line ("// agent-sandbox fast path, build <hex>"), or undefined. */
+function buildHash(source) {
+  const match = /^\/\/ agent-sandbox fast path, build ([0-9a-f]{16,64})\n/.exec(source.slice(0, 200))
+  return match ? match[1] : undefined
+}
+
+/** Where caches go, or undefined when there is nowhere sensible. */
+function cacheDir(env) {
+  if (env.NODE_COMPILE_CACHE) return path.resolve(env.NODE_COMPILE_CACHE)
+  const base = env.XDG_CACHE_HOME || (os.homedir() ? path.join(os.homedir(), '.cache') : '')
+  return base ? path.join(base, 'agent-sandbox', 'compile-cache') : undefined
+}
+
+/** The cache file for a build of the bundle on this node. */
+function cacheFile(dir, hash) {
+  return path.join(dir, `fast-${hash}-${process.version}-${process.arch}.cache`)
+}
+
+/**
+ * Load a CommonJS file as require() would, through the code cache where it can.
+ * Returns its exports and what happened: 'used' (V8 took the cache), 'written'
+ * (there was none, or V8 refused it: one is written at exit), or 'off' (plain require).
+ * @param {string} file
+ * @param {NodeJS.ProcessEnv} [env]
+ * @returns {{exports: any, cache: 'used' | 'written' | 'off' | 'builtin'}}
+ */
+function requireCached(file, env = process.env) {
+  if (env.NODE_DISABLE_COMPILE_CACHE) return {exports: require(file), cache: 'off'}
+  const dir = cacheDir(env)
+  // Node 22.1+: node's own compile cache, for this and everything loaded after it.
+  if (typeof Module.enableCompileCache === 'function') {
+    if (dir) Module.enableCompileCache(dir)
+    return {exports: require(file), cache: 'builtin'}
+  }
+  let source
+  try {
+    source = fs.readFileSync(file, 'utf8')
+  } catch {
+    return {exports: require(file), cache: 'off'}
+  }
+  const hash = buildHash(source)
+  if (!dir || !hash) return {exports: require(file), cache: 'off'}
+  const target = cacheFile(dir, hash)
+  let cachedData
+  try {
+    cachedData = fs.readFileSync(target)
+  } catch {
+    cachedData = undefined
+  }
+  const script = new vm.Script(Module.wrap(source), {filename: file, cachedData})
+  // Code compiled by vm cannot import() in node 20 without an experimental flag:
+  // the bundle's lazy imports (src/lib/lazy-import.ts) go through this, ordinary CommonJS.
+  globalThis[Symbol.for('agent-sandbox.import')] = (specifier) => import(specifier)
+  const used = cachedData !== undefined && !script.cachedDataRejected
+  const mod = {exports: {}}
+  script.runInThisContext().call(mod.exports, mod.exports, Module.createRequire(file), mod, file, path.dirname(file))
+  if (!used) {
+    // At exit, so that the cache holds the functions this command compiled too.
+    process.once('exit', () => writeCache(script, dir, target))
+  }
+  return {exports: mod.exports, cache: used ? 'used' : 'written'}
+}
+
+/** Caches written this long ago are dropped when another is written (one still in use is simply written again). */
+const EXPIRE_MS = 30 * 24 * 3600 * 1000
+
+/** Write the cache atomically (temp file, rename), and drop expired ones. Never throws. */
+function writeCache(script, dir, target) {
+  try {
+    fs.mkdirSync(dir, {recursive: true, mode: 0o700})
+    const temp = `${target}.${process.pid}.tmp`
+    fs.writeFileSync(temp, script.createCachedData(), {mode: 0o600})
+    fs.renameSync(temp, target)
+    const now = Date.now()
+    for (const name of fs.readdirSync(dir)) {
+      const file = path.join(dir, name)
+      if (name.startsWith('fast-') && file !== target && now - fs.statSync(file).mtimeMs > EXPIRE_MS) fs.rmSync(file, {force: true})
+    }
+  } catch {
+    // A read-only or full cache directory only means the next start compiles again.
+  }
+}
+
+module.exports = {requireCached, buildHash, cacheDir, cacheFile}
