@@ -130,7 +130,7 @@ try {
   }
 
   for (const s of selected) {
-    const n = Math.min(runs, s.runs ?? runs)
+    const n = s.cheap ? runs * 3 : Math.min(runs, s.runs ?? runs)
     /** @type {import('./lib/report.js').Row} */
     const row = {key: s.key, title: s.title, ours: s.ours, base: s.base, target: s.target, targetDiffMs: s.targetDiffMs, runs: n}
     if ((s.key === 'provision' || s.key === 'repeat') && ctx.extra.repoSize) row.title = `${s.title}, ${String(ctx.extra.repoSize)}`

@@ -81,9 +81,12 @@ export function textTable(rows, peakKiB) {
 }
 
 /** @param {Row[]} rows @param {number} runs */
-function fewer(rows, runs) {
-  const less = rows.filter((r) => r.runs < runs)
-  return less.length ? ` (${less.map((r) => `${r.runs} for ${r.key}`).join(', ')})` : ''
+function otherCounts(rows, runs) {
+  /** @type {Map<number, string[]>} */
+  const byCount = new Map()
+  for (const r of rows.filter((row) => row.runs !== runs)) byCount.set(r.runs, [...(byCount.get(r.runs) ?? []), r.key])
+  const parts = [...byCount].map(([n, keys]) => `${n} for ${keys.join(', ')}`)
+  return parts.length ? ` (${parts.join('; ')})` : ''
 }
 
 const BEGIN = '<!-- bench:begin (written by `npm run bench`; do not edit by hand) -->'
@@ -93,7 +96,7 @@ const END = '<!-- bench:end -->'
 export function writeDoc(path, {rows, peakKiB, info, command, runs, warmup, startedAt, seconds}) {
   const block = [
     BEGIN,
-    `Last full run: ${startedAt.toISOString().replace(/\.\d+Z$/, 'Z')}, ${Math.round(seconds)} s in all; ${warmup} warm-up + ${runs} measured pairs per scenario${fewer(rows, runs)}, A/B alternating (ABBA).`,
+    `Last full run: ${startedAt.toISOString().replace(/\.\d+Z$/, 'Z')}, ${Math.round(seconds)} s in all; ${warmup} warm-up + ${runs} measured pairs per scenario${otherCounts(rows, runs)}, A/B alternating (ABBA).`,
     '',
     `Machine: ${info.cores} cores (${info.cpu}), ${info.memoryGiB} GiB memory, kernel ${info.kernel}, node ${info.node}, engine ${info.engine}, git ${info.git}; load average at the start ${info.load}. NODE_EXTRA_CA_CERTS in the environment of the other rows: ${info.extraCa}.`,
     '',
