@@ -20,7 +20,7 @@
 # Usage: scripts/setup-rootless-podman.sh
 # Run the CLI as that user with:
 #   runuser -u asbx-rootless -- env HOME=/home/asbx-rootless XDG_RUNTIME_DIR=/run/user/<uid> \
-#     DOCKER_HOST=unix:///run/user/<uid>/podman/podman.sock node bin/run.cjs …
+#     DOCKER_HOST=unix:///run/user/<uid>/podman/podman.sock bin/agent-sandbox …
 # Env: AGENT_SANDBOX_CI_STATE (default /tmp/agent-sandbox-ci): where the service's log goes.
 set -euo pipefail
 
