@@ -1,7 +1,7 @@
 // @ts-check
 // compile-cache.cjs: require() the fast path's bundle (dist/cli/fast.cjs) through a
 // V8 code cache, so that node does not parse and compile its 150 KB on every
-// command: about 4 ms, 5% of a `list` (docs/PERFORMANCE.md). Node 22.1+ has this
+// command: about 4 ms, 5% of a `list` (docs/PERFORMANCE.md). Node 22.8+ has this
 // built in (module.enableCompileCache), and node 20 does not.
 //
 // The cache lives in $NODE_COMPILE_CACHE, else ${XDG_CACHE_HOME:-~/.cache}/agent-sandbox/compile-cache,
@@ -11,6 +11,8 @@
 // scripts/bundle-fast.mjs writes on the bundle's first line. Anything unexpected
 // (no hash, a cache V8 refuses, a directory that cannot be written) falls back to
 // a plain require; a missing or refused cache is written when the process exits.
+// V8 runs the cached bytecode instead of the source, so the directory and the file
+// must be the user's own and writable by no one else, or they are not used.
 // NODE_DISABLE_COMPILE_CACHE=1 turns it off, as it does node's own.
 'use strict'
 const fs = require('node:fs')
@@ -25,11 +27,34 @@ function buildHash(source) {
   return match ? match[1] : undefined
 }
 
-/** Where caches go, or undefined when there is nowhere sensible. */
+/**
+ * Where caches go, or undefined when there is nowhere sensible. Relative paths
+ * are ignored (they would name a directory under whatever the current one is,
+ * often a workspace a sandbox can write).
+ */
 function cacheDir(env) {
-  if (env.NODE_COMPILE_CACHE) return path.resolve(env.NODE_COMPILE_CACHE)
-  const base = env.XDG_CACHE_HOME || (os.homedir() ? path.join(os.homedir(), '.cache') : '')
+  if (env.NODE_COMPILE_CACHE && path.isAbsolute(env.NODE_COMPILE_CACHE)) return env.NODE_COMPILE_CACHE
+  const xdg = env.XDG_CACHE_HOME && path.isAbsolute(env.XDG_CACHE_HOME) ? env.XDG_CACHE_HOME : ''
+  const base = xdg || (os.homedir() ? path.join(os.homedir(), '.cache') : '')
   return base ? path.join(base, 'agent-sandbox', 'compile-cache') : undefined
+}
+
+/**
+ * Whether `target` (a directory or a file) may hold code we run: ours (the
+ * effective user's), of the right type, and writable by no one else. A path
+ * that does not exist yet is fine: we create it 0700/0600.
+ * @param {string} target
+ * @param {'directory' | 'file'} kind
+ */
+function ours(target, kind) {
+  let stat
+  try {
+    stat = fs.lstatSync(target)
+  } catch (error) {
+    return /** @type {NodeJS.ErrnoException} */ (error).code === 'ENOENT'
+  }
+  const rightKind = kind === 'directory' ? stat.isDirectory() : stat.isFile()
+  return rightKind && typeof process.geteuid === 'function' && stat.uid === process.geteuid() && (stat.mode & 0o022) === 0
 }
 
 /** The cache file for a build of the bundle on this node. */
@@ -46,12 +71,14 @@ function cacheFile(dir, hash) {
  * @returns {{exports: any, cache: 'used' | 'written' | 'off' | 'builtin'}}
  */
 function requireCached(file, env = process.env) {
-  if (env.NODE_DISABLE_COMPILE_CACHE) return {exports: require(file), cache: 'off'}
-  const dir = cacheDir(env)
-  // Node 22.1+: node's own compile cache, for this and everything loaded after it.
+  if (env.NODE_DISABLE_COMPILE_CACHE || typeof process.geteuid !== 'function') return {exports: require(file), cache: 'off'}
+  // A cache directory someone else could write is a way to run code as you: not used.
+  const found = cacheDir(env)
+  const dir = found && ours(found, 'directory') ? found : undefined
+  // Node 22.8+: node's own compile cache, for this and everything loaded after it.
   if (typeof Module.enableCompileCache === 'function') {
     if (dir) Module.enableCompileCache(dir)
-    return {exports: require(file), cache: 'builtin'}
+    return {exports: require(file), cache: dir ? 'builtin' : 'off'}
   }
   let source
   try {
@@ -62,6 +89,7 @@ function requireCached(file, env = process.env) {
   const hash = buildHash(source)
   if (!dir || !hash) return {exports: require(file), cache: 'off'}
   const target = cacheFile(dir, hash)
+  if (!ours(target, 'file')) return {exports: require(file), cache: 'off'}
   let cachedData
   try {
     cachedData = fs.readFileSync(target)
@@ -102,4 +130,4 @@ function writeCache(script, dir, target) {
   }
 }
 
-module.exports = {requireCached, buildHash, cacheDir, cacheFile}
+module.exports = {requireCached, buildHash, cacheDir, cacheFile, ours}

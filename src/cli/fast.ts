@@ -23,7 +23,7 @@ export interface FastFlag {
   options?: readonly string[]
   /** integer: the smallest value oclif accepts. */
   min?: number
-  /** May be given more than once (its values are collected in order). */
+  /** May be given more than once, one value each (oclif's multiple + multipleNonGreedy); values are collected in order. */
   multiple?: boolean
 }
 

@@ -33,9 +33,14 @@ export interface OneShotIo {
   secrets: string[]
 }
 
+/** The usage error for a `run` without a command after `--`. */
+export function noCommand(): UsageError {
+  return new UsageError('no command given', {hint: 'put the command after --, e.g. agent-sandbox run -- npm test'})
+}
+
 /** Check the input, run the command once, report what happened; resolves to the exit code. */
 export async function runOneShot(path: string | undefined, command: string[], flags: OneShotFlags, io: OneShotIo): Promise<number> {
-  if (command.length === 0) throw new UsageError('no command given', {hint: 'put the command after --, e.g. agent-sandbox run -- npm test'})
+  if (command.length === 0) throw noCommand()
   let timeoutMs: number | undefined
   if (flags.timeout !== undefined) {
     try {

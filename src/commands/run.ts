@@ -1,7 +1,7 @@
 import {Flags} from '@oclif/core'
 import {BaseCommand} from '../cli/base.js'
 import {branchFlag, limitFlags, networkFlag, pathArg} from '../cli/flags.js'
-import {runOneShot} from '../cli/one-shot.js'
+import {noCommand, runOneShot} from '../cli/one-shot.js'
 import {ExitCode} from '../lib/errors.js'
 
 export default class Run extends BaseCommand {
@@ -17,7 +17,8 @@ export default class Run extends BaseCommand {
   static override flags = {
     branch: branchFlag,
     ...limitFlags,
-    env: Flags.string({description: "pass the host's value of this variable (repeatable); the value is never printed", multiple: true}),
+    // One name per --env (not greedy): `--env A ./repo` means the workspace ./repo, as on the fast path.
+    env: Flags.string({description: "pass the host's value of this variable (repeatable); the value is never printed", multiple: true, multipleNonGreedy: true}),
     keep: Flags.boolean({description: 'keep the container after the command exits'}),
     network: networkFlag,
     timeout: Flags.string({description: 'kill the run after this long, e.g. 30s, 10m, 1h'}),
@@ -26,8 +27,8 @@ export default class Run extends BaseCommand {
   async run(): Promise<void> {
     // Not strict: everything after `--` is the command, flags included.
     const split = this.argv.indexOf('--')
-    const {args, flags} = await this.parse({...Run, strict: true} as typeof Run, split === -1 ? this.argv : this.argv.slice(0, split))
-    const command = split === -1 ? [] : this.argv.slice(split + 1)
-    this.exit(await runOneShot(args.path, command, flags, {engine: () => this.engine(flags), reporter: this.reporter, secrets: this.secrets}))
+    if (split === -1 || split === this.argv.length - 1) throw noCommand()
+    const {args, flags} = await this.parse({...Run, strict: true} as typeof Run, this.argv.slice(0, split))
+    this.exit(await runOneShot(args.path, this.argv.slice(split + 1), flags, {engine: () => this.engine(flags), reporter: this.reporter, secrets: this.secrets}))
   }
 }

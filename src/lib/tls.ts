@@ -8,11 +8,13 @@
  * bin/run.cjs puts the variable back into the environment for child processes.
  * Node's own default trust store therefore lacks those certificates, so a
  * client of ours that needs them passes the full list explicitly: node's
- * bundled roots plus the file, which is exactly the store node would have built
- * at start-up. Started any other way (`node bin/run.cjs`), the list is the same.
+ * bundled roots plus the file, the store node would have built at start-up.
+ * (With --use-openssl-ca or --use-system-ca in NODE_OPTIONS node's store is the
+ * system's, which this cannot rebuild: the launcher then leaves the variable to node.)
  */
 import {readFileSync} from 'node:fs'
-import {rootCertificates} from 'node:tls'
+import {createRequire} from 'node:module'
+import type * as Tls from 'node:tls'
 
 /**
  * The CA certificates to pass as `ca` to a TLS client, or undefined for node's
@@ -29,6 +31,8 @@ export function extraTrust(env: NodeJS.ProcessEnv = process.env): string[] | und
   } catch {
     return undefined
   }
+  // Loaded here, not at import: `run` and `start` reach this module, and node:tls costs them 5 ms.
+  const tls = (process.getBuiltinModule?.('node:tls') as typeof Tls | undefined) ?? (createRequire(import.meta.url)('node:tls') as typeof Tls)
   // One string may hold many PEM certificates (node's `ca` option accepts that).
-  return [...rootCertificates, pem]
+  return [...tls.rootCertificates, pem]
 }

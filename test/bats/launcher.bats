@@ -97,3 +97,37 @@ deferred=<unset>'
   assert_success
   [ "$(entry)" = "$ROOT/bin/run.cjs" ]
 }
+
+@test "finds run.cjs through a relative symlink run as 'sh NAME' from the link's directory (no slash in \$0)" {
+  mkdir -p "$TEST_TMP/pkg/node_modules/.bin"
+  cp -R "$ROOT/bin" "$TEST_TMP/pkg/node_modules/agent-sandbox-bin"
+  ln -s ../agent-sandbox-bin/agent-sandbox "$TEST_TMP/pkg/node_modules/.bin/agent-sandbox"
+  cd "$TEST_TMP/pkg/node_modules/.bin"
+  run sh agent-sandbox list
+  assert_success
+  [ "$(entry)" = "$(realpath "$TEST_TMP/pkg/node_modules/agent-sandbox-bin/run.cjs")" ]
+}
+
+@test "finds run.cjs through a link to a name in the same directory" {
+  mkdir -p "$TEST_TMP/prefix"
+  cp -R "$ROOT/bin" "$TEST_TMP/prefix/bin"
+  ln -s agent-sandbox "$TEST_TMP/prefix/bin/asb"
+  run "$TEST_TMP/prefix/bin/asb" list
+  assert_success
+  [ "$(entry)" = "$(realpath "$TEST_TMP/prefix/bin/run.cjs")" ]
+}
+
+@test "leaves NODE_EXTRA_CA_CERTS to node when NODE_OPTIONS asks for the system's CA store" {
+  for opt in --use-openssl-ca --use-system-ca; do
+    NODE_OPTIONS="--max-old-space-size=512 $opt" NODE_EXTRA_CA_CERTS=/corp.pem run "$LAUNCHER" list
+    assert_success
+    run grep -E '^(extra|deferred)=' "$TEST_TMP/node.out"
+    assert_output 'extra=/corp.pem
+deferred=<unset>'
+  done
+  # A flag that merely starts the same way is not one of them.
+  NODE_OPTIONS=--use-openssl-ca-bundle NODE_EXTRA_CA_CERTS=/corp.pem run "$LAUNCHER" list
+  run grep -E '^(extra|deferred)=' "$TEST_TMP/node.out"
+  assert_output 'extra=<unset>
+deferred=/corp.pem'
+}

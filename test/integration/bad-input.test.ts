@@ -111,6 +111,12 @@ describe('usage', () => {
     const noDash = await cli(['exec', '.'])
     expect(noDash.exitCode).toBe(2)
     expect(oneLine(noDash.stderr)).toContain('no command given')
+    // run too, whatever comes before: the command must follow --.
+    for (const argv of [['run', 'npm', 'test'], ['run', '--env', 'HOME', 'npm', 'test'], ['run', '--keep', '--']]) {
+      const r = await cli(argv)
+      expect(r.exitCode, argv.join(' ')).toBe(2)
+      expect(oneLine(r.stderr), argv.join(' ')).toBe('agent-sandbox: error: no command given (hint: put the command after --, e.g. agent-sandbox run -- npm test)')
+    }
     const unknown = await cli(['start', '--no-such-flag'])
     expect(unknown.exitCode).toBe(2)
     const badNetwork = await cli(['start', '--network', 'sideways'])

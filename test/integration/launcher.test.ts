@@ -8,6 +8,7 @@
  */
 import {execa} from 'execa'
 import {chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
+import type {NetConnectOpts} from 'node:net'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
@@ -15,6 +16,15 @@ import {BIN, cleanupUnder, cli, ENTRY, initWorkspace, makeWorkspace, removeWorks
 import {makeTestCa, tlsRelay, type Relay, type TestCa} from './tls-helpers.js'
 
 const oneLine = (text: string) => text.trim().split('\n').filter(Boolean)
+
+/** Where the engine the tests use listens, for the relay to pass connections on to. */
+function engineAddress(dockerHost = 'unix:///var/run/docker.sock'): NetConnectOpts {
+  if (dockerHost.startsWith('unix://')) return {path: dockerHost.slice('unix://'.length)}
+  if (dockerHost.startsWith('/')) return {path: dockerHost}
+  const tcp = /^tcp:\/\/\[?([^\]]+?)\]?:(\d+)$/.exec(dockerHost)
+  if (tcp) return {host: tcp[1], port: Number(tcp[2])}
+  throw new Error(`these tests relay to a unix socket or plain tcp:// engine, not DOCKER_HOST=${dockerHost}`)
+}
 
 let dir: string
 let ca: TestCa
@@ -24,8 +34,7 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'asb-launcher-'))
   ca = await makeTestCa(dir)
   // The engine's API over TLS: what DOCKER_HOST=https://… reaches.
-  const socketPath = (process.env.DOCKER_HOST ?? 'unix:///var/run/docker.sock').replace(/^unix:\/\//, '')
-  relay = await tlsRelay(ca, {path: socketPath})
+  relay = await tlsRelay(ca, engineAddress(process.env.DOCKER_HOST))
 })
 
 afterAll(async () => {

@@ -5,7 +5,7 @@
  * commands that do not need them. No timings here: speed is the benchmark's.
  */
 import {execa} from 'execa'
-import {existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync} from 'node:fs'
+import {chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync} from 'node:fs'
 import Module from 'node:module'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
@@ -161,6 +161,27 @@ describe('start-up', () => {
         const blocked = join(home, 'a-file')
         writeFileSync(blocked, '')
         expect(await listJson({XDG_CACHE_HOME: blocked})).toEqual(plain)
+      } finally {
+        rmSync(home, {recursive: true, force: true})
+      }
+    })
+
+    it('neither reads nor writes a cache directory or file that someone else could write', async () => {
+      const home = mkdtempSync(join(tmpdir(), 'asb-cc-'))
+      try {
+        const plain = await listJson({NODE_DISABLE_COMPILE_CACHE: '1'})
+        const dir = join(home, 'agent-sandbox', 'compile-cache')
+        mkdirSync(dir, {recursive: true})
+        chmodSync(dir, 0o777)
+        expect(await listJson({XDG_CACHE_HOME: home})).toEqual(plain)
+        expect(readdirSync(dir)).toEqual([])
+        // A private directory, but a planted cache file of another user's: left alone.
+        chmodSync(dir, 0o700)
+        const file = join(dir, `fast-${bundleHash()}-${process.version}-${process.arch}.cache`)
+        writeFileSync(file, 'planted', {mode: 0o600})
+        chownSync(file, 1234, 1234)
+        expect(await listJson({XDG_CACHE_HOME: home})).toEqual(plain)
+        expect(readFileSync(file, 'utf8')).toBe('planted')
       } finally {
         rmSync(home, {recursive: true, force: true})
       }

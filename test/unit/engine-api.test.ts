@@ -8,7 +8,7 @@ import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {EngineApi, EngineApiError, demultiplex, queryString} from '../../src/lib/engine/api.js'
 import {ApiContainers, isNotFound} from '../../src/lib/engine/containers.js'
 import {ApiVolumes} from '../../src/lib/engine/volumes.js'
-import {EngineError} from '../../src/lib/errors.js'
+import {SandboxError} from '../../src/lib/errors.js'
 
 function frame(stream: 1 | 2, text: string): Buffer {
   const body = Buffer.from(text, 'utf8')
@@ -165,11 +165,11 @@ describe('ApiContainers and ApiVolumes against a stand-in engine', () => {
     expect(lateLooks).toBe(3)
   })
 
-  it('reports a stream cut while the process still runs, instead of making up an exit code', async () => {
+  it('reports an output that ended while the process still runs, instead of making up an exit code', async () => {
     const error = await new ApiContainers(api()).exec('cut', ['sleep', '9'], {}).catch((e: unknown) => e)
-    expect(error).toBeInstanceOf(EngineError)
-    expect((error as EngineError).message).toBe('the connection to the engine closed while the command was still running, so its exit code is unknown')
-    expect((error as EngineError).exitCode).toBe(3)
+    expect(error).toBeInstanceOf(SandboxError)
+    expect((error as SandboxError).message).toBe('the command was still running when its output ended, so its exit code is unknown')
+    expect((error as SandboxError).exitCode).toBe(1)
   })
 
   it('creates a missing volume with its labels', async () => {

@@ -30,6 +30,8 @@ describe('parseFast', () => {
       flags: {env: ['A', 'B'], 'pids-limit': 64, memory: '1g', cpus: '1.5', keep: true, timeout: '10s'},
       command: ['make', '--', 'x'],
     })
+    // A path after a repeatable flag is the path, not another value (oclif: multipleNonGreedy).
+    expect(parseFast(['run', '--env', 'A', '/w', '--keep', '--', 'true'])).toEqual({name: 'run', args: {path: '/w'}, flags: {env: ['A'], keep: true}, command: ['true']})
     expect(parseFast(['run', '--network', 'none', '--branch', 'feat/x', '--', 'true'])).toEqual({
       name: 'run',
       args: {},
@@ -92,7 +94,7 @@ describe('FAST_COMMANDS', () => {
     ['checkout', Checkout],
     ['run', Run],
   ] as const)('%s matches its oclif definition', (name, command) => {
-    type Def = {type: string; options?: readonly string[]; char?: string; multiple?: boolean; allowNo?: boolean; env?: string; min?: number; max?: number}
+    type Def = {type: string; options?: readonly string[]; char?: string; multiple?: boolean; multipleNonGreedy?: boolean; allowNo?: boolean; env?: string; min?: number; max?: number}
     const oclifFlags = {...command.baseFlags, ...command.flags} as Record<string, Def>
     const fast = FAST_COMMANDS[name]
     expect(Object.keys(fast.flags).sort()).toEqual(Object.keys(oclifFlags).sort())
@@ -103,6 +105,8 @@ describe('FAST_COMMANDS', () => {
       expect(fast.flags[flag].min, flag).toBe(def.min)
       expect(fast.flags[flag].options, flag).toEqual(def.options)
       expect(Boolean(fast.flags[flag].multiple), flag).toBe(Boolean(def.multiple))
+      // The fast parser takes one value per repeatable flag: oclif must not be greedy either.
+      if (def.multiple) expect(def.multipleNonGreedy, flag).toBe(true)
       // Spellings the fast parser does not know would silently fall back; none exist today.
       expect([def.char, def.allowNo, def.env, def.max].filter(Boolean), flag).toEqual([])
     }

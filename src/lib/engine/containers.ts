@@ -2,7 +2,7 @@
 import type Dockerode from 'dockerode'
 import type {ContainerCreateOptions, ContainerInspectInfo} from 'dockerode'
 import {PassThrough, type Readable, type Writable} from 'node:stream'
-import {EngineError, UsageError} from '../errors.js'
+import {SandboxError, UsageError} from '../errors.js'
 import {demultiplex, type EngineApi} from './api.js'
 import type {ContainerInfo, ContainerSummary, ExecResult, MountSpec} from './types.js'
 
@@ -331,18 +331,18 @@ export class ApiContainers implements ContainerClient {
 
   /**
    * The exit code, once the stream has ended. The engine records it as the
-   * process ends, which is when the stream ends: if it is not there yet, wait a
-   * little. A stream that ended while the process still runs was cut (a proxy
-   * on the way that cannot pass a half-closed connection on): say so, rather
-   * than invent an exit code.
+   * process ends, which is when the stream usually ends: if it is not there
+   * yet, wait a little. A stream can also end while the process runs on (it
+   * closed its stdout and stderr, or a proxy on the way cut a half-closed
+   * connection): then say so, rather than make up an exit code.
    */
   private async execExitCode(execId: string): Promise<number> {
     for (let attempt = 0; ; attempt++) {
       const info = await this.api.json<{ExitCode: number | null; Running?: boolean}>('GET', `/exec/${execId}/json`)
       if (!info.Running && info.ExitCode !== null) return info.ExitCode
       if (attempt === 25) {
-        throw new EngineError('unhealthy', 'the connection to the engine closed while the command was still running, so its exit code is unknown', {
-          hint: 'a proxy between this host and the engine must pass half-closed connections on (docker exec needs that too)',
+        throw new SandboxError('the command was still running when its output ended, so its exit code is unknown', {
+          hint: 'it closed its stdout and stderr but kept running, or a proxy between this host and the engine cut the connection (it must pass half-closed connections on)',
         })
       }
       await new Promise((resolve) => setTimeout(resolve, 40))
