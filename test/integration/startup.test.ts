@@ -118,10 +118,18 @@ describe('start-up', () => {
     const builtin = typeof (Module as unknown as {enableCompileCache?: unknown}).enableCompileCache === 'function'
     const bundleHash = () => /^\/\/ agent-sandbox fast path, build ([0-9a-f]+)\n/.exec(readFileSync(join(REPO, 'dist', 'cli', 'fast.cjs'), 'utf8'))?.[1]
     const listJson = (env: Record<string, string | undefined>) => cli(['list', '--json'], {env})
-
-    it('is written on first use, taken as it is after, and changes nothing the command prints', async () => {
+    /** Run `test` with a cache home of its own, removed afterwards. */
+    const withHome = async (test: (home: string) => Promise<void>) => {
       const home = mkdtempSync(join(tmpdir(), 'asb-cc-'))
       try {
+        await test(home)
+      } finally {
+        rmSync(home, {recursive: true, force: true})
+      }
+    }
+
+    it('is written on first use, taken as it is after, and changes nothing the command prints', () =>
+      withHome(async (home) => {
         const env = {XDG_CACHE_HOME: home}
         const plain = await listJson({NODE_DISABLE_COMPILE_CACHE: '1', XDG_CACHE_HOME: home})
         expect(plain.exitCode, plain.stderr).toBe(0)
@@ -142,14 +150,10 @@ describe('start-up', () => {
         expect(second).toEqual(plain)
         // V8 took it: nothing was written again.
         expect(statSync(file).mtimeMs).toBe(written)
-      } finally {
-        rmSync(home, {recursive: true, force: true})
-      }
-    })
+      }))
 
-    it('replaces a cache V8 refuses, and runs without one where none can be written', async () => {
-      const home = mkdtempSync(join(tmpdir(), 'asb-cc-'))
-      try {
+    it('replaces a cache V8 refuses, and runs without one where none can be written', () =>
+      withHome(async (home) => {
         const plain = await listJson({NODE_DISABLE_COMPILE_CACHE: '1'})
         const dir = join(home, 'agent-sandbox', 'compile-cache')
         mkdirSync(dir, {recursive: true})
@@ -161,14 +165,10 @@ describe('start-up', () => {
         const blocked = join(home, 'a-file')
         writeFileSync(blocked, '')
         expect(await listJson({XDG_CACHE_HOME: blocked})).toEqual(plain)
-      } finally {
-        rmSync(home, {recursive: true, force: true})
-      }
-    })
+      }))
 
-    it('neither reads nor writes a cache directory or file that someone else could write', async () => {
-      const home = mkdtempSync(join(tmpdir(), 'asb-cc-'))
-      try {
+    it('neither reads nor writes a cache directory or file that someone else could write', () =>
+      withHome(async (home) => {
         const plain = await listJson({NODE_DISABLE_COMPILE_CACHE: '1'})
         const dir = join(home, 'agent-sandbox', 'compile-cache')
         mkdirSync(dir, {recursive: true})
@@ -182,14 +182,10 @@ describe('start-up', () => {
         chownSync(file, 1234, 1234)
         expect(await listJson({XDG_CACHE_HOME: home})).toEqual(plain)
         expect(readFileSync(file, 'utf8')).toBe('planted')
-      } finally {
-        rmSync(home, {recursive: true, force: true})
-      }
-    })
+      }))
 
-    it('lets the bundle import packages lazily, with and without the cache (dockerode for ssh://)', async () => {
-      const home = mkdtempSync(join(tmpdir(), 'asb-cc-'))
-      try {
+    it('lets the bundle import packages lazily, with and without the cache (dockerode for ssh://)', () =>
+      withHome(async (home) => {
         // Nothing listens on port 1: the engine error proves dockerode was imported and tried.
         const env = {XDG_CACHE_HOME: home, DOCKER_HOST: 'ssh://nobody@127.0.0.1:1'}
         for (const round of ['no cache yet', 'cache taken']) {
@@ -200,10 +196,7 @@ describe('start-up', () => {
             "agent-sandbox: error: the container engine at ssh://nobody@127.0.0.1:1 refused the connection (ECONNREFUSED) (hint: check that the engine is running (`docker info`) and that DOCKER_HOST is right)",
           ])
         }
-      } finally {
-        rmSync(home, {recursive: true, force: true})
-      }
-    })
+      }))
   })
 })
 
