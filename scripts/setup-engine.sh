@@ -7,8 +7,9 @@
 #   - if debian:trixie-slim is absent (no registry reachable), builds it with
 #     debootstrap into a cached root file system and imports it;
 #   - installs the host tools the tests drive (tmux for a real pseudo-terminal, shellcheck);
-#   - with --podman, also installs Podman, serves its Docker-compatible API on
-#     /run/podman/podman.sock (pid in $STATE_DIR/podman.pid) and imports the same base OS.
+#   - with --podman, also installs Podman with DNS for its networks, serves its
+#     Docker-compatible API on /run/podman/podman.sock (pid in $STATE_DIR/podman.pid)
+#     and imports the same base OS.
 # Usage: scripts/setup-engine.sh [--podman]   (prints what it did on stderr)
 # Env:   AGENT_SANDBOX_CACHE (default /var/cache/agent-sandbox), DEBIAN_MIRROR.
 set -euo pipefail
@@ -62,6 +63,13 @@ if ! docker image inspect "$BASE_TAG" >/dev/null 2>&1; then
 fi
 if [ "${1:-}" = --podman ]; then
   apt_install podman
+  # Names of containers on a user-defined network resolve only with the network
+  # backend's DNS, which Debian's podman does not pull in: dnsname for CNI (what
+  # it uses when netavark is absent), aardvark-dns for netavark.
+  case "$(podman info --format '{{.Host.NetworkBackend}}' 2>/dev/null)" in
+    netavark) apt_install aardvark-dns ;;
+    *) apt_install golang-github-containernetworking-plugin-dnsname ;;
+  esac
   conf=/etc/containers/containers.conf
   # Podman 4.3's default ulimits cannot be applied in this kind of VM.
   if ! grep -q '^default_ulimits' "$conf" 2>/dev/null; then

@@ -198,7 +198,8 @@ assert_nothing_loaded() {
   assert_output --partial "ready (19 domains"
   run cat "$AGENT_SANDBOX_STATE_DIR/dnsmasq.conf"
   local opt
-  for opt in no-resolv no-poll listen-address=127.0.0.1 bind-interfaces port=53 user=dnsmasq \
+  # strict-order: upstreams asked in resolv.conf's order, as libc does (a Podman network's DNS first).
+  for opt in no-resolv no-poll strict-order listen-address=127.0.0.1 bind-interfaces port=53 user=dnsmasq \
     cache-size=0 log-queries "log-facility=$AGENT_SANDBOX_STATE_DIR/dnsmasq.log"; do
     assert_line "$opt"
   done
@@ -294,6 +295,18 @@ assert_nothing_loaded() {
   assert_failure
   assert_line --index $((${#lines[@]} - 1)) 'init-firewall: cannot create ipsets agent-sandbox-allow4, agent-sandbox-allow6 and agent-sandbox-net4: ipset exited with an error'
   [ ! -e "$TEST_TMP/rules4" ]
+}
+
+@test "several upstreams (a Podman network's DNS, then the host's): kept in order, and asked in order" {
+  printf 'search dns.podman\nnameserver 10.89.0.1\nnameserver 10.255.255.53\n' > "$AGENT_SANDBOX_RESOLV_CONF"
+  run "$SCRIPT"
+  assert_success
+  run grep -E '^(strict-order|server=/github.com/)' "$AGENT_SANDBOX_STATE_DIR/dnsmasq.conf"
+  assert_output 'strict-order
+server=/github.com/10.89.0.1
+server=/github.com/10.255.255.53'
+  run cat "$AGENT_SANDBOX_RESOLV_CONF"
+  assert_line 'search dns.podman'
 }
 
 @test "resolv.conf is rewritten in place to 127.0.0.1, keeping search/options" {
