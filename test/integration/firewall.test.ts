@@ -5,7 +5,7 @@
  * allowlisted host stays reachable throughout; `firewall status`, `firewall
  * allow` and `doctor` are exercised on the same sandboxes.
  */
-import {randomBytes} from 'node:crypto'
+import {randomBytes, randomInt} from 'node:crypto'
 import {readFileSync, writeFileSync} from 'node:fs'
 import {dirname, join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
@@ -49,7 +49,9 @@ async function createNetwork(role: string, ipv6 = false): Promise<Net> {
     const net: Net = {name: name(role), prefix, gateway: `${prefix}.1`}
     const args = ['network', 'create', '--label', LABEL, '--subnet', `${prefix}.0/24`, '--ip-range', `${prefix}.128/25`, '--gateway', net.gateway]
     if (ipv6) {
-      net.prefix6 = `fd00:${randomBytes(2).toString('hex')}:${randomBytes(2).toString('hex')}`
+      // Groups 1000-ffff: written the way the kernel prints them (no leading zero, never 0), so tests can match its output.
+      const group = () => (0x1000 + randomInt(0xf000)).toString(16)
+      net.prefix6 = `fd00:${group()}:${group()}`
       net.gateway6 = `${net.prefix6}::1`
       args.push('--ipv6', '--subnet', `${net.prefix6}::/64`, '--gateway', net.gateway6)
     }
