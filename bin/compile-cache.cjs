@@ -63,33 +63,32 @@ function cacheFile(dir, hash) {
 }
 
 /**
- * Load a CommonJS file as require() would, through the code cache where it can.
- * Returns its exports and what happened: 'used' (V8 took the cache), 'written'
- * (there was none, or V8 refused it: one is written at exit), or 'off' (plain require).
+ * Load a CommonJS file as require() would, through the code cache where it can;
+ * returns its exports. A missing or refused cache is written at exit.
  * @param {string} file
  * @param {NodeJS.ProcessEnv} [env]
- * @returns {{exports: any, cache: 'used' | 'written' | 'off' | 'builtin'}}
+ * @returns {any}
  */
 function requireCached(file, env = process.env) {
-  if (env.NODE_DISABLE_COMPILE_CACHE || typeof process.geteuid !== 'function') return {exports: require(file), cache: 'off'}
+  if (env.NODE_DISABLE_COMPILE_CACHE || typeof process.geteuid !== 'function') return require(file)
   // A cache directory someone else could write is a way to run code as you: not used.
   const found = cacheDir(env)
   const dir = found && ours(found, 'directory') ? found : undefined
   // Node 22.8+: node's own compile cache, for this and everything loaded after it.
   if (typeof Module.enableCompileCache === 'function') {
     if (dir) Module.enableCompileCache(dir)
-    return {exports: require(file), cache: dir ? 'builtin' : 'off'}
+    return require(file)
   }
   let source
   try {
     source = fs.readFileSync(file, 'utf8')
   } catch {
-    return {exports: require(file), cache: 'off'}
+    return require(file)
   }
   const hash = buildHash(source)
-  if (!dir || !hash) return {exports: require(file), cache: 'off'}
+  if (!dir || !hash) return require(file)
   const target = cacheFile(dir, hash)
-  if (!ours(target, 'file')) return {exports: require(file), cache: 'off'}
+  if (!ours(target, 'file')) return require(file)
   let cachedData
   try {
     cachedData = fs.readFileSync(target)
@@ -100,14 +99,13 @@ function requireCached(file, env = process.env) {
   // Code compiled by vm cannot import() in node 20 without an experimental flag:
   // the bundle's lazy imports (src/lib/lazy-import.ts) go through this, ordinary CommonJS.
   globalThis[Symbol.for('agent-sandbox.import')] = (specifier) => import(specifier)
-  const used = cachedData !== undefined && !script.cachedDataRejected
   const mod = {exports: {}}
   script.runInThisContext().call(mod.exports, mod.exports, Module.createRequire(file), mod, file, path.dirname(file))
-  if (!used) {
+  if (cachedData === undefined || script.cachedDataRejected) {
     // At exit, so that the cache holds the functions this command compiled too.
     process.once('exit', () => writeCache(script, dir, target))
   }
-  return {exports: mod.exports, cache: used ? 'used' : 'written'}
+  return mod.exports
 }
 
 /** Caches written this long ago are dropped when another is written (one still in use is simply written again). */

@@ -37,7 +37,7 @@ if (argv[0] === '--version' && !(platform() === 'linux' && /microsoft/i.test(rel
   // Through a V8 code cache: compiling the bundle is a tenth of a warm command (bin/compile-cache.cjs).
   require('./compile-cache.cjs')
     .requireCached(join(__dirname, '..', 'dist', 'cli', 'fast.cjs'))
-    .exports.runFast(argv)
+    .runFast(argv)
     .then((code) => (code === undefined ? runOclif() : process.exit(code)))
 } else {
   runOclif()

@@ -6,7 +6,7 @@
 #     starts dockerd in the background, writing its pid to $STATE_DIR/dockerd.pid;
 #   - if debian:trixie-slim is absent (no registry reachable), builds it with
 #     debootstrap into a cached root file system and imports it;
-#   - installs the host tools the tests drive (tmux for a real pseudo-terminal, shellcheck);
+#   - installs the host tools the tests drive (tmux for a real pseudo-terminal, shellcheck, openssl for test CAs);
 #   - with --podman, also installs Podman with DNS for its networks, serves its
 #     Docker-compatible API on /run/podman/podman.sock (pid in $STATE_DIR/podman.pid)
 #     and imports the same base OS.
@@ -28,7 +28,7 @@ mkdir -p "$CACHE" "$STATE_DIR"
 
 engine_up() { docker info >/dev/null 2>&1; }
 
-apt_install tmux shellcheck time
+apt_install tmux shellcheck time openssl
 
 if ! engine_up; then
   if ! command -v dockerd >/dev/null 2>&1; then

@@ -16,7 +16,6 @@ import {buildSpec, SANDBOX_EXEC, STATE_DIR, toCreateOptions, type SandboxSpec} f
 import {Labels, Names, quoteArg, requireInitialised, sanitizeBranch, type Workspace} from './workspace.js'
 import {planGhapp, type GhappPlan} from './github/plan.js'
 import {ensureRefresher, provisionToken, removeAppToken} from './github/refresher.js'
-import {GHAPP_LABEL} from './github/token-store.js'
 
 export interface Context {
   engine: Engine
@@ -94,7 +93,7 @@ export async function startSandbox(ctx: Context, ws: Workspace, options: Sandbox
       const existing = await ctx.engine.containers.inspect(name)
       if (existing?.running) {
         await waitReady(ctx, existing)
-        if (existing.labels[GHAPP_LABEL] === '1') ensureRefresher(name, ctx.env ?? process.env)
+        if (existing.labels[Labels.ghapp] === '1') ensureRefresher(name, ctx.env ?? process.env)
         return {name, action: 'running' as const, container: existing}
       }
       if (options.branch !== undefined) {

@@ -232,7 +232,7 @@ export function buildSpec(ws: Workspace, settings: Settings, options: SpecOption
     'dev.agent-sandbox.workdir': workdir,
     'dev.agent-sandbox.network': network,
     'dev.agent-sandbox.limits': JSON.stringify(settings.limits),
-    ...(options.ghapp ? {'dev.agent-sandbox.ghapp': '1'} : {}),
+    ...(options.ghapp ? {[Labels.ghapp]: '1'} : {}),
     ...options.labels,
   }
   const spec: SandboxSpec = {

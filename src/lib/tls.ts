@@ -13,8 +13,8 @@
  * system's, which this cannot rebuild: the launcher then leaves the variable to node.)
  */
 import {readFileSync} from 'node:fs'
-import {createRequire} from 'node:module'
 import type * as Tls from 'node:tls'
+import {builtin} from './lazy-import.js'
 
 /**
  * The CA certificates to pass as `ca` to a TLS client, or undefined for node's
@@ -31,8 +31,7 @@ export function extraTrust(env: NodeJS.ProcessEnv = process.env): string[] | und
   } catch {
     return undefined
   }
-  // Loaded here, not at import: `run` and `start` reach this module, and node:tls costs them 5 ms.
-  const tls = (process.getBuiltinModule?.('node:tls') as typeof Tls | undefined) ?? (createRequire(import.meta.url)('node:tls') as typeof Tls)
+  // node:tls here, not at import: `run` and `start` reach this module without opening a TLS connection.
   // One string may hold many PEM certificates (node's `ca` option accepts that).
-  return [...tls.rootCertificates, pem]
+  return [...builtin<typeof Tls>('node:tls').rootCertificates, pem]
 }

@@ -89,7 +89,7 @@ describe('start-up', () => {
   })
 
   // The fast path (src/cli/fast.ts) for the commands run most often.
-  it('a warm exec loads no package (not even zod, for the lifecycle module), a no-op build no oclif', async () => {
+  it('a warm exec loads no package (not even zod, for the lifecycle module), a no-op build and a run no oclif', async () => {
     const ws = await makeWorkspace('fastpath')
     try {
       expect((await cli(['init', ws])).exitCode).toBe(0)
@@ -103,6 +103,12 @@ describe('start-up', () => {
       expect(build.exitCode).toBe(0)
       expect(build.stdout).toMatch(/^agent-sandbox-fastpath-[0-9a-f]{32}:latest$/)
       expect(build.modules.filter((m) => HEAVY.test(m) || OCLIF.test(m))).toEqual([])
+      // A one-shot run too (its settings need zod, but not oclif).
+      const oneShot = await loaded(['run', ws, '--', 'sh', '-c', 'echo once; exit 4'])
+      expect(oneShot.stdout).toBe('once')
+      expect(oneShot.exitCode).toBe(4)
+      expect(oneShot.modules.some((m) => m.endsWith('/dist/cli/fast.cjs'))).toBe(true)
+      expect(oneShot.modules.filter((m) => HEAVY.test(m) || OCLIF.test(m) || /\/dist\/.*\.js$/.test(m))).toEqual([])
       // What the fast path does not understand goes to oclif.
       const help = await loaded(['exec', '--help'])
       expect(help.exitCode).toBe(0)

@@ -12,6 +12,7 @@ import {readFileSync} from 'node:fs'
 import {Duplex, type Readable} from 'node:stream'
 import type {Endpoint} from './endpoint.js'
 import {lazyImport} from '../lazy-import.js'
+import {extraTrust} from '../tls.js'
 
 export class EngineApiError extends Error {
   override name = 'EngineApiError'
@@ -50,9 +51,8 @@ export function queryString(query: Query | undefined): string {
  * TLS options for an engine behind https://: DOCKER_CERT_PATH's ca.pem,
  * cert.pem and key.pem where present; without a ca.pem, node's store plus
  * NODE_EXTRA_CA_CERTS (which the launcher keeps out of node's start: ../tls.ts).
- * Loaded only for a TLS endpoint, like node:tls itself.
  */
-export async function certs(): Promise<{ca?: Buffer | string[]; cert?: Buffer; key?: Buffer}> {
+export function certs(): {ca?: Buffer | string[]; cert?: Buffer; key?: Buffer} {
   const certPath = process.env.DOCKER_CERT_PATH
   const read = (name: string) => {
     if (!certPath) return undefined
@@ -62,8 +62,7 @@ export async function certs(): Promise<{ca?: Buffer | string[]; cert?: Buffer; k
       return undefined
     }
   }
-  const ca = read('ca.pem') ?? (await import('../tls.js')).extraTrust()
-  return {ca, cert: read('cert.pem'), key: read('key.pem')}
+  return {ca: read('ca.pem') ?? extraTrust(), cert: read('cert.pem'), key: read('key.pem')}
 }
 
 interface Transport {
@@ -84,7 +83,7 @@ export class EngineApi {
     this.transport ??= (async () => {
       if (this.endpoint.kind === 'http' && this.endpoint.protocol === 'https') {
         const https = await lazyImport<typeof import('node:https')>('node:https')
-        const tls = await certs()
+        const tls = certs()
         return {request: https.request, shared: new https.Agent({keepAlive: true, ...tls}), fresh: () => new https.Agent({keepAlive: false, ...tls})}
       }
       return {request, shared: new Agent({keepAlive: true}), fresh: () => new Agent({keepAlive: false})}

@@ -15,7 +15,7 @@ export async function createDockerode(endpoint: Endpoint): Promise<Dockerode> {
     case 'pipe':
       return new Docker({socketPath: endpoint.socketPath})
     case 'http':
-      return new Docker({protocol: endpoint.protocol, host: endpoint.host, port: endpoint.port, ...(endpoint.protocol === 'https' ? await certs() : {})})
+      return new Docker({protocol: endpoint.protocol, host: endpoint.host, port: endpoint.port, ...(endpoint.protocol === 'https' ? certs() : {})})
     case 'ssh':
       return new Docker({protocol: 'ssh', host: endpoint.host, port: endpoint.port, username: endpoint.username})
   }

@@ -15,12 +15,12 @@ import {join} from 'node:path'
 import {packageRoot} from '../assets.js'
 import type {Engine} from '../engine/index.js'
 import {SandboxError} from '../errors.js'
+import {Labels} from '../workspace.js'
 import {describeMintFailure, mintInstallationToken, type AppConfig, type Minter} from './app.js'
 import {
   daemonPidPath,
   ensurePrivateDir,
   formatGithubState,
-  GHAPP_LABEL,
   readJson,
   readPid,
   readStatus,
@@ -264,7 +264,7 @@ async function refreshPass(options: LoopOptions, warned: Set<string>): Promise<n
     }
     targets.push(target)
   } else {
-    for (const row of (await engine.containers.list({[GHAPP_LABEL]: '1'})).filter((r) => r.state === 'running')) {
+    for (const row of (await engine.containers.list({[Labels.ghapp]: '1'})).filter((r) => r.state === 'running')) {
       if (refresherAlive(readPid(tokenPaths(row.name, env).pid))) continue
       const target = loadTarget(row.name, env)
       if (target) targets.push(target)

@@ -15,13 +15,11 @@ import {closeSync, fchownSync, fsyncSync, lstatSync, mkdirSync, openSync, readFi
 import {homedir} from 'node:os'
 import {basename, dirname, isAbsolute, join} from 'node:path'
 import {SandboxError} from '../errors.js'
-import {Labels} from '../workspace.js'
 
 export const TOKEN_FILE = 'ghapp_token'
 /** Inside the container. */
 export const CONTAINER_SECRETS_DIR = '/run/secrets'
 export const CONTAINER_TOKEN_PATH = `${CONTAINER_SECRETS_DIR}/${TOKEN_FILE}`
-export const GHAPP_LABEL = Labels.ghapp
 
 export interface Owner {
   uid: number
