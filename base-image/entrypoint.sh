@@ -4,8 +4,10 @@
 # Runs as root, once per container start:
 #   1. renumbers `node` to the workspace owner's uid/gid (AGENT_SANDBOX_UID/GID),
 #   2. sets the host's git identity for `node` (AGENT_SANDBOX_GIT_NAME/EMAIL),
-#   3. installs the egress firewall (AGENT_SANDBOX_NETWORK=firewall|none|open),
-#   4. marks the sandbox ready in /run/agent-sandbox (a tmpfs, empty after a restart).
+#   3. gives the agent a git directory of its own over the host's .git
+#      (agent-git.sh; AGENT_SANDBOX_HOST_GIT, AGENT_SANDBOX_GIT_WORKTREE, AGENT_SANDBOX_GATE_URL),
+#   4. installs the egress firewall (AGENT_SANDBOX_NETWORK=firewall|none|open),
+#   5. marks the sandbox ready in /run/agent-sandbox (a tmpfs, empty after a restart).
 # Then, with no CMD, it idles so that `docker exec -u node` can attach agents;
 # with a CMD (one-shot `run`), it drops to `node` and execs CMD.
 # If any step fails, the reason goes to /run/agent-sandbox/failed and to stderr,
@@ -165,6 +167,16 @@ set_git_identity() {
   done
 }
 
+AGENT_GIT="${AGENT_SANDBOX_AGENT_GIT_SCRIPT:-/usr/local/sbin/agent-git}"
+setup_git() {
+  [[ -n "${AGENT_SANDBOX_HOST_GIT:-}" ]] || return 0
+  local err
+  if ! err="$("$AGENT_GIT" "${AGENT_SANDBOX_GIT_WORKTREE:?}" "$AGENT_SANDBOX_HOST_GIT" "${AGENT_SANDBOX_GATE_URL:-}" "$NODE_USER" 2>&1 >/dev/null)"; then
+    fail "git set-up failed: $(printf '%s\n' "$err" | grep -v '^$' | tail -n 1)"
+  fi
+  [[ -z "$err" ]] || printf '%s\n' "$err" >>"$SETUP_LOG"
+}
+
 setup_network() {
   case "${AGENT_SANDBOX_NETWORK:-firewall}" in
     firewall)
@@ -248,6 +260,7 @@ main() {
   renumber_user
   own_volumes
   set_git_identity
+  setup_git
   setup_network
   : > "$STATE/ready"
   if [[ "$#" -eq 0 ]]; then

@@ -6,7 +6,9 @@
 # host workspace (read-only) at /workspace/REPO_NAME. Every value arrives as an
 # argument (data), never spliced into a shell string.
 #   1. /repo-shelf/repo: a non-bare repository with remotes `origin` (the host
-#      repo's upstream, when it has one) and `host` (file:///workspace/REPO_NAME).
+#      repo's upstream, when it has one) and `host`: the sandbox's push gate
+#      (AGENT_SANDBOX_GATE_URL, git-gate.sh), the only way to write the host
+#      repository. Here the host repository is read at file:///workspace/REPO_NAME.
 #      Created in a temporary directory and renamed, so a crash leaves nothing
 #      half-made. A new one is seeded with copies of the host repository's
 #      object files, so that the first fetch from the host only writes refs.
@@ -34,6 +36,7 @@ REPO="$SHELF/repo"
 WORKTREES="$SHELF/worktrees"
 WORKSPACE_ROOT="${AGENT_SANDBOX_WORKSPACE_ROOT:-/workspace}"
 HOST_URL="file://$WORKSPACE_ROOT/$repo_name"
+GATE_URL="${AGENT_SANDBOX_GATE_URL:-git://127.0.0.1:19418/ws}"
 GIT="${AGENT_SANDBOX_REAL_GIT:-/usr/bin/git}"
 FETCH_TIMEOUT="${AGENT_SANDBOX_FETCH_TIMEOUT:-30}"
 
@@ -56,8 +59,8 @@ if [ "$(id -u)" = 0 ]; then
 fi
 g() { "${git_cmd[@]}" "$@"; }
 
-fetch() { # fetch REMOTE: bounded; returns non-zero on failure
-  timeout "$FETCH_TIMEOUT" "${git_cmd[@]}" -C "$REPO" fetch --prune --quiet "$1" 2>&1 | sed 's/^/  /' >&2
+fetch() { # fetch REMOTE [REFSPEC]: bounded; returns non-zero on failure
+  timeout "$FETCH_TIMEOUT" "${git_cmd[@]}" -C "$REPO" fetch --prune --quiet "$@" 2>&1 | sed 's/^/  /' >&2
   return "${PIPESTATUS[0]}"
 }
 
@@ -96,7 +99,8 @@ set_remote() { # set_remote NAME URL
     g -C "$REPO" remote add "$1" "$2"
   fi
 }
-set_remote host "$HOST_URL"
+set_remote host "$GATE_URL"
+g -C "$REPO" config --replace-all remote.host.fetch '+refs/heads/*:refs/remotes/host/*'
 origin_ok=0
 if [ -n "$origin_url" ]; then
   set_remote origin "$origin_url"
@@ -108,13 +112,15 @@ if [ -n "$origin_url" ]; then
 else
   g -C "$REPO" remote remove origin >/dev/null 2>&1 || true
 fi
-fetch host || abort "cannot fetch from the host repository at $WORKSPACE_ROOT/$repo_name"
+fetch "$HOST_URL" '+refs/heads/*:refs/remotes/host/*' || abort "cannot fetch from the host repository at $WORKSPACE_ROOT/$repo_name"
 
 has_ref() { g -C "$REPO" show-ref --verify --quiet "$1"; }
 
 remote_head() { # remote_head REMOTE: the REMOTE/BRANCH its HEAD points at, if fetched
   local ref
-  ref="$(g -C "$REPO" ls-remote --symref "$1" HEAD 2>/dev/null | sed -n 's|^ref: refs/heads/\(.*\)\tHEAD$|\1|p' | head -n 1)"
+  local url="$1"
+  [ "$1" != host ] || url="$HOST_URL"
+  ref="$(g -C "$REPO" ls-remote --symref "$url" HEAD 2>/dev/null | sed -n 's|^ref: refs/heads/\(.*\)\tHEAD$|\1|p' | head -n 1)"
   [ -n "$ref" ] && has_ref "refs/remotes/$1/$ref" && printf '%s/%s\n' "$1" "$ref"
 }
 

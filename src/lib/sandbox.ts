@@ -5,14 +5,14 @@
 import type {ConfigFile, NetworkMode, Settings} from './config/schema.js'
 import {loadSettings} from './config/load.js'
 import type {ContainerInfo, Engine} from './engine/index.js'
-import {EngineError, NotInitialisedError, NotReadyError, SandboxError} from './errors.js'
+import {EngineError, NotInitialisedError, NotReadyError, SandboxError, UsageError} from './errors.js'
 import {hostGitIdentity} from './gitconfig.js'
 import {buildRepoImage} from './images.js'
 import {withLock} from './lock.js'
 import {provisionBranch} from './shelf.js'
 import {createPlaceholders, fsKindOf, planProtectedPaths} from './protected.js'
 import {silentReporter, type Reporter} from './reporter.js'
-import {buildSpec, SANDBOX_EXEC, STATE_DIR, toCreateOptions, type SandboxSpec} from './spec.js'
+import {buildGateSpec, buildSpec, SANDBOX_EXEC, STATE_DIR, toCreateOptions, type SandboxSpec} from './spec.js'
 import {Labels, Names, quoteArg, requireInitialised, sanitizeBranch, type Workspace} from './workspace.js'
 import {planGhapp, type GhappPlan} from './github/plan.js'
 import {ensureRefresher, provisionToken, removeAppToken} from './github/refresher.js'
@@ -44,6 +44,8 @@ export {isInitialised, quoteArg, requireInitialised} from './workspace.js'
 
 export interface PreparedSandbox {
   spec: SandboxSpec
+  /** The push gate that goes with a `start`-ed sandbox that has a repository (buildGateSpec). */
+  gate?: SandboxSpec
   settings: Settings
   placeholders: Array<{relative: string; kind: 'file' | 'dir'}>
   skipped: Array<{relative: string; reason: string}>
@@ -54,7 +56,19 @@ export interface PreparedSandbox {
 /** Everything `start` would create, computed without touching the engine or the host. */
 export async function prepareSandbox(ws: Workspace, options: SandboxOptions, env: NodeJS.ProcessEnv = process.env): Promise<PreparedSandbox> {
   const {settings} = loadSettings({workspacePath: ws.path, flags: options.flags, env})
-  const plan = planProtectedPaths(settings.protectedPaths, fsKindOf(ws.path))
+  const kindOf = fsKindOf(ws.path)
+  const git = hostGitKind(ws, kindOf)
+  const branchMode = options.branch !== undefined
+  // Without a repository of its own to give the agent (no .git, an empty one, a
+  // gitdir: file), the workspace's .git itself is protected, so that the agent
+  // cannot make one that the host's git would then read.
+  // With a repository, the host's .git is out of the agent's reach as a whole
+  // (its own git directory over it, or branch mode's read-only checkout), so
+  // paths under it need no mounts of their own.
+  const paths = git === 'repository' || branchMode ? settings.protectedPaths.filter((p) => !/^(\.\/)*\.git(\/|$)/.test(p)) : [...settings.protectedPaths, '.git']
+  const plan = planProtectedPaths(paths, kindOf)
+  const oneShot = options.name !== undefined
+  const ownGit = git === 'repository' && !branchMode ? (oneShot ? 'tmpfs' : 'volume') : undefined
   const ghapp = options.name === undefined ? planGhapp(ws, settings.github, Names.container(ws, options.branch), env) : undefined
   const secretValues = Object.fromEntries(settings.secretEnv.filter((n) => env[n] !== undefined).map((n) => [n, env[n] as string]))
   const spec = buildSpec(ws, settings, {
@@ -70,8 +84,21 @@ export async function prepareSandbox(ws: Workspace, options: SandboxOptions, env
     ghapp: ghapp?.spec,
     userns: options.userns,
     selinux: options.selinux,
+    ownGit,
   })
-  return {spec, settings, placeholders: plan.placeholders, skipped: plan.skipped, ghapp}
+  const gate = !oneShot && (ownGit === 'volume' || branchMode) ? buildGateSpec(ws, spec, settings, options) : undefined
+  return {spec, gate, settings, placeholders: plan.placeholders, skipped: plan.skipped, ghapp}
+}
+
+/** What the workspace's .git is: a repository the agent gets its own view of, or something to protect. */
+function hostGitKind(ws: Workspace, kindOf: ReturnType<typeof fsKindOf>): 'repository' | 'other' {
+  const kind = kindOf('.git')
+  if (kind === 'symlink') {
+    throw new UsageError(`${ws.path}/.git is a symbolic link, which the sandbox cannot keep the agent from replacing`, {
+      hint: 'move the repository into the workspace (or use a `gitdir:` file), or work in branch mode with --branch',
+    })
+  }
+  return kind === 'dir' && kindOf('.git/HEAD') === 'file' ? 'repository' : 'other'
 }
 
 export interface StartResult {
@@ -93,6 +120,10 @@ export async function startSandbox(ctx: Context, ws: Workspace, options: Sandbox
       const existing = await ctx.engine.containers.inspect(name)
       if (existing?.running) {
         await waitReady(ctx, existing)
+        if (existing.labels[Labels.git] === undefined && existing.labels[Labels.kind] === 'sandbox') {
+          reporter.warn(`${name} was started by an older agent-sandbox, in which the agent can write the host's .git; restart it: agent-sandbox stop && agent-sandbox start`)
+        }
+        if (existing.labels[Labels.git] === 'gate') await ensureGate(ctx, ws, existing, options)
         if (existing.labels[Labels.ghapp] === '1') ensureRefresher(name, ctx.env ?? process.env)
         return {name, action: 'running' as const, container: existing}
       }
@@ -110,8 +141,10 @@ export async function startSandbox(ctx: Context, ws: Workspace, options: Sandbox
       }
       if (existing) {
         if (existing.labels['dev.agent-sandbox.spec'] === prepared.spec.labels['dev.agent-sandbox.spec']) {
+          createPlaceholders(ws.path, prepared.placeholders, ws)
           await reporter.step(`Starting ${name}`, () => ctx.engine.containers.start(existing.id))
-          const container = await waitReady(ctx, existing)
+          const [container] = await Promise.all([waitReady(ctx, existing), prepared.gate ? startGate(ctx, prepared.gate) : undefined])
+          if (prepared.gate) await checkGate(ctx, prepared.gate.name)
           return keepFresh({name, action: 'started' as const, container})
         }
         reporter.info(`settings changed since ${name} was created; recreating it (volumes are kept)`)
@@ -145,9 +178,15 @@ async function createAndStart(ctx: Context, ws: Workspace, prepared: PreparedSan
     id = await reporter.step(`Creating ${spec.name}`, () => createContainer(ctx, spec))
     await ctx.engine.containers.start(id)
     const created = id
-    const container = await reporter.step('Waiting for the firewall and set-up', () => waitReady(ctx, {id: created, name: spec.name}))
+    const {gate} = prepared
+    // The gate joins the sandbox's network namespace, so it starts once the sandbox has one.
+    const [container] = await reporter.step('Waiting for the firewall and set-up', () =>
+      Promise.all([waitReady(ctx, {id: created, name: spec.name}), gate ? startGate(ctx, gate) : undefined]),
+    )
+    if (gate) await checkGate(ctx, gate.name)
     return {name: spec.name, action: 'created', container}
   } catch (error) {
+    if (prepared.gate) await removeGate(ctx, prepared.gate.name)
     if (id) {
       const state = await ctx.engine.containers.inspect(id).catch(() => undefined)
       // Keep a container that exists but failed set-up only long enough to read why; never leave it half-made.
@@ -157,6 +196,41 @@ async function createAndStart(ctx: Context, ws: Workspace, prepared: PreparedSan
   } finally {
     process.removeListener('SIGINT', abort)
   }
+}
+
+/**
+ * (Re)create and start a sandbox's push gate. It joins the sandbox's network
+ * namespace as it starts, so it is made anew whenever the sandbox (re)starts.
+ */
+async function startGate(ctx: Context, gate: SandboxSpec): Promise<void> {
+  await removeGate(ctx, gate.name)
+  const id = await ctx.engine.containers.create(toCreateOptions(gate))
+  await ctx.engine.containers.start(id)
+}
+
+async function removeGate(ctx: Context, name: string): Promise<void> {
+  const existing = await ctx.engine.containers.inspect(name)
+  if (existing) await ctx.engine.containers.remove(existing.id, {force: true})
+}
+
+/** The gate must be serving: if its program stopped, say why (its last log line). */
+async function checkGate(ctx: Context, name: string): Promise<void> {
+  const info = await ctx.engine.containers.inspect(name)
+  if (info?.running) return
+  const logs = info ? await ctx.engine.containers.logs(info.id, 5).catch(() => '') : ''
+  const reason = logs.split('\n').filter((l) => l.startsWith('git-gate: ')).pop()?.replace(/^git-gate: /, '') ?? 'it exited'
+  throw new NotReadyError(`the push gate ${name} did not start: ${reason}`, {hint: 'fix the cause and run start again'})
+}
+
+/** A running sandbox's gate: started again (or made anew) when it is not serving. */
+async function ensureGate(ctx: Context, ws: Workspace, sandbox: ContainerInfo, options: SandboxOptions): Promise<void> {
+  const name = Names.gate(sandbox.name)
+  const gate = await ctx.engine.containers.inspect(name)
+  if (gate?.running) return
+  const prepared = await prepareSandbox(ws, {...options, ...(await engineTraits(ctx))}, ctx.env)
+  if (!prepared.gate) return
+  await startGate(ctx, prepared.gate)
+  await checkGate(ctx, name)
 }
 
 /** What the spec needs to know about the engine (cheap on a local engine; see Engine). */
@@ -188,6 +262,13 @@ export function droppedLimits(spec: Pick<SandboxSpec, 'limits'>, applied: {memor
   return [memoryBytes && !applied?.memory ? 'memory' : '', nanoCpus && !applied?.nanoCpus ? 'cpus' : '', pids && !applied?.pidsLimit ? 'pids' : ''].filter(Boolean)
 }
 
+function volumeKind(target: string): string {
+  if (target === '/repo-shelf') return 'shelf'
+  if (target === '/commandhistory') return 'history'
+  if (target.endsWith('/.git')) return 'git'
+  return 'agent-config'
+}
+
 export async function ensureVolumes(ctx: Context, ws: Workspace, spec: SandboxSpec): Promise<void> {
   const base = {[Labels.managed]: 'true'}
   await Promise.all(
@@ -197,7 +278,7 @@ export async function ensureVolumes(ctx: Context, ws: Workspace, spec: SandboxSp
         const shared = !m.source.includes(ws.hash)
         const labels = shared
           ? {...base, [Labels.volume]: 'agent-config'}
-          : {...base, [Labels.workspace]: ws.path, [Labels.hash]: ws.hash, [Labels.volume]: m.target === '/repo-shelf' ? 'shelf' : m.target === '/commandhistory' ? 'history' : 'agent-config'}
+          : {...base, [Labels.workspace]: ws.path, [Labels.hash]: ws.hash, [Labels.volume]: volumeKind(m.target)}
         return ctx.engine.volumes.ensure(m.source, labels)
       }),
   )
@@ -240,10 +321,18 @@ async function failedStart(ctx: Context, container: {id: string; name: string}, 
 
 export async function stopSandbox(ctx: Context, ws: Workspace, branch?: string): Promise<'stopped' | 'not-running' | 'missing'> {
   const name = Names.container(ws, branch)
-  const info = await ctx.engine.containers.inspect(name)
-  if (!info) return 'missing'
-  if (!info.running) return 'not-running'
-  await ctx.engine.containers.stop(info.id)
+  const [info, gate] = await Promise.all([ctx.engine.containers.inspect(name), ctx.engine.containers.inspect(Names.gate(name))])
+  // The gate lives in the sandbox's network namespace: it goes with it.
+  const stopGate = gate?.running ? ctx.engine.containers.stop(gate.id, 1) : undefined
+  if (!info) {
+    await stopGate
+    return 'missing'
+  }
+  if (!info.running) {
+    await stopGate
+    return 'not-running'
+  }
+  await Promise.all([ctx.engine.containers.stop(info.id), stopGate])
   return 'stopped'
 }
 
@@ -257,6 +346,7 @@ export async function removeSandbox(ctx: Context, ws: Workspace, options: {branc
   const name = Names.container(ws, options.branch)
   const info = await ctx.engine.containers.inspect(name)
   const result: RemoveResult = {container: info ? 'removed' : 'missing', volumes: []}
+  await removeGate(ctx, Names.gate(name))
   if (info) {
     await ctx.engine.containers.remove(info.id, {force: true})
   }

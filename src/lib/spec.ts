@@ -16,6 +16,11 @@ export const SANDBOX_USER = 'node'
 /** Every agent process goes through it: it waits for the firewall and set-up (docs/design.md). */
 export const SANDBOX_EXEC = '/usr/local/bin/sandbox-exec'
 export const SHELF_MOUNT = '/repo-shelf'
+/** Where a bind-mode sandbox sees the host's .git (read-only): the alternate of its own git directory. */
+export const HOST_GIT_MOUNT = '/host-git'
+/** The push gate's port on the sandbox's loopback (git-gate.sh), and the URL of the remote `host`. */
+export const GATE_PORT = 19418
+export const GATE_URL = `git://127.0.0.1:${GATE_PORT}/ws`
 
 /** Capabilities the entrypoint needs to install the firewall and renumber `node`. Nothing else. */
 // NET_BIND_SERVICE: the resolver binds port 53 as root (Docker lowers ip_unprivileged_port_start, Podman does not).
@@ -56,6 +61,9 @@ export interface SandboxSpec {
   /** `keep-id` on rootless Podman: your uid is the same inside, so `node`, renumbered to it, owns the workspace. */
   userns?: string
   cmd?: string[]
+  /** Replaces the image's entrypoint (the gate runs its own program, not the sandbox set-up). */
+  entrypoint?: string[]
+  readOnlyRootfs?: boolean
 }
 
 export interface ProtectedMount {
@@ -84,6 +92,12 @@ export interface SpecOptions {
   userns?: string
   /** The engine's host uses SELinux labels (Engine.selinux()); with selinuxRelabel `auto`, bind mounts are relabelled. */
   selinux?: boolean
+  /**
+   * The agent's own git directory over the host's .git (bind mode, when the
+   * workspace's .git is a repository): a per-workspace volume for sandboxes
+   * (pushed through the gate), a tmpfs for one-shot containers.
+   */
+  ownGit?: 'volume' | 'tmpfs'
 }
 
 export interface GhappSpec {
@@ -173,8 +187,19 @@ export function buildSpec(ws: Workspace, settings: Settings, options: SpecOption
   const wsMount = workspaceMountPath(ws)
   const workdir = workdirFor(ws, options.branch)
   const shared = settings.sharedAgentConfig
+  const branchMode = options.branch !== undefined
+  const ownGit = branchMode ? undefined : options.ownGit
   const mounts: MountSpec[] = [
-    {type: 'bind', source: ws.path, target: wsMount, readOnly: false},
+    // Branch mode works in the repo-shelf: the host's checkout is only read.
+    {type: 'bind', source: ws.path, target: wsMount, readOnly: branchMode},
+    ...(ownGit
+      ? [
+          ownGit === 'volume'
+            ? {type: 'volume' as const, source: Names.gitVolume(ws), target: posix.join(wsMount, '.git'), readOnly: false}
+            : {type: 'tmpfs' as const, source: '', target: posix.join(wsMount, '.git'), readOnly: false},
+          {type: 'bind' as const, source: posix.join(ws.path, '.git'), target: HOST_GIT_MOUNT, readOnly: true},
+        ]
+      : []),
     ...options.protectedPaths.map((p) => ({
       type: 'bind' as const,
       source: posix.join(ws.path, p.relative),
@@ -200,6 +225,13 @@ export function buildSpec(ws: Workspace, settings: Settings, options: SpecOption
   if (allowDomains.length) env.push({name: 'AGENT_SANDBOX_ALLOW_DOMAINS', value: allowDomains.join(','), secret: false})
   if (ports.length) {
     env.push({name: 'AGENT_SANDBOX_INBOUND_PORTS', value: [...new Set(ports.map((p) => p.containerPort))].join(','), secret: false})
+  }
+  if (ownGit) {
+    env.push(
+      {name: 'AGENT_SANDBOX_HOST_GIT', value: HOST_GIT_MOUNT, secret: false},
+      {name: 'AGENT_SANDBOX_GIT_WORKTREE', value: wsMount, secret: false},
+      {name: 'AGENT_SANDBOX_GATE_URL', value: GATE_URL, secret: false},
+    )
   }
   if (options.gitIdentity?.name) env.push({name: 'AGENT_SANDBOX_GIT_NAME', value: options.gitIdentity.name, secret: false})
   if (options.gitIdentity?.email) env.push({name: 'AGENT_SANDBOX_GIT_EMAIL', value: options.gitIdentity.email, secret: false})
@@ -233,6 +265,7 @@ export function buildSpec(ws: Workspace, settings: Settings, options: SpecOption
     'dev.agent-sandbox.network': network,
     'dev.agent-sandbox.limits': JSON.stringify(settings.limits),
     ...(options.ghapp ? {[Labels.ghapp]: '1'} : {}),
+    [Labels.git]: ownGit === 'volume' || branchMode ? 'gate' : ownGit === 'tmpfs' ? 'throwaway' : 'protected',
     ...options.labels,
   }
   const spec: SandboxSpec = {
@@ -252,6 +285,50 @@ export function buildSpec(ws: Workspace, settings: Settings, options: SpecOption
     limits,
     ...(options.userns ? {userns: options.userns} : {}),
     cmd: options.cmd,
+  }
+  spec.labels['dev.agent-sandbox.spec'] = specHash(spec)
+  return spec
+}
+
+export const GATE_ENTRYPOINT = '/usr/local/sbin/git-gate'
+const GATE_ROOT = '/gate/ws'
+
+/**
+ * The push gate of a sandbox (git-gate.sh): the only container that can write
+ * the host's .git. It runs as the workspace's owner with no capabilities and a
+ * read-only root, in its own PID and mount namespaces, and shares only the
+ * sandbox's network namespace, where it serves git on 127.0.0.1:GATE_PORT.
+ */
+export function buildGateSpec(ws: Workspace, sandbox: SandboxSpec, settings: Settings, options: {branch?: string; userns?: string; selinux?: boolean}): SandboxSpec {
+  const mounts: MountSpec[] = [
+    {type: 'bind', source: ws.path, target: GATE_ROOT, readOnly: true},
+    {type: 'bind', source: posix.join(ws.path, '.git'), target: posix.join(GATE_ROOT, '.git'), readOnly: false},
+    {type: 'tmpfs', source: '', target: '/tmp', readOnly: false, options: 'mode=1777'},
+  ]
+  if (wantsRelabel(settings.selinuxRelabel, options.selinux)) relabelBinds(mounts)
+  const env: EnvEntry[] = [
+    {name: 'AGENT_SANDBOX_GATE_MODE', value: options.branch === undefined ? 'bind' : 'branch', secret: false},
+    {name: 'AGENT_SANDBOX_GATE_PORT', value: String(GATE_PORT), secret: false},
+  ]
+  if (settings.protectedBranches.length) env.push({name: 'AGENT_SANDBOX_PROTECTED_BRANCHES', value: settings.protectedBranches.join('\n'), secret: false})
+  const spec: SandboxSpec = {
+    name: Names.gate(sandbox.name),
+    image: sandbox.image,
+    labels: {...workspaceLabels(ws, options.branch), [Labels.kind]: 'gate', [Labels.gateOf]: sandbox.name},
+    mounts,
+    env,
+    user: `${ws.uid}:${ws.gid}`,
+    execUser: `${ws.uid}:${ws.gid}`,
+    workdir: GATE_ROOT,
+    capAdd: [],
+    capDrop: ['ALL'],
+    securityOpt: ['no-new-privileges'],
+    networkMode: `container:${sandbox.name}`,
+    ports: [],
+    limits: {pids: 512},
+    ...(options.userns ? {userns: options.userns} : {}),
+    entrypoint: [GATE_ENTRYPOINT],
+    readOnlyRootfs: true,
   }
   spec.labels['dev.agent-sandbox.spec'] = specHash(spec)
   return spec
@@ -281,7 +358,7 @@ export function toCreateOptions(spec: SandboxSpec): ContainerCreateOptions {
     exposed[key] = {}
     ;(bindings[key] ??= []).push({HostIp: p.hostIp, HostPort: p.hostPort})
   }
-  const tmpfs = Object.fromEntries(spec.mounts.filter((m) => m.type === 'tmpfs').map((m) => [m.target, 'mode=755']))
+  const tmpfs = Object.fromEntries(spec.mounts.filter((m) => m.type === 'tmpfs').map((m) => [m.target, m.options ?? 'mode=755']))
   return {
     name: spec.name,
     Image: spec.image,
@@ -290,6 +367,7 @@ export function toCreateOptions(spec: SandboxSpec): ContainerCreateOptions {
     User: spec.user,
     WorkingDir: spec.workdir,
     Cmd: spec.cmd,
+    ...(spec.entrypoint ? {Entrypoint: spec.entrypoint} : {}),
     ExposedPorts: exposed,
     HostConfig: {
       Mounts: spec.mounts
@@ -302,6 +380,7 @@ export function toCreateOptions(spec: SandboxSpec): ContainerCreateOptions {
       CapDrop: spec.capDrop,
       SecurityOpt: spec.securityOpt,
       Privileged: false,
+      ...(spec.readOnlyRootfs ? {ReadonlyRootfs: true} : {}),
       NetworkMode: spec.networkMode,
       PortBindings: bindings,
       Memory: spec.limits.memoryBytes,
@@ -335,6 +414,8 @@ function mountField(key: string, value: string): string {
 export function toDockerRunArgs(spec: SandboxSpec): string[] {
   const args = ['run', '--detach', '--name', spec.name]
   args.push('--user', spec.user, '--workdir', spec.workdir)
+  if (spec.entrypoint) args.push('--entrypoint', spec.entrypoint.join(' '))
+  if (spec.readOnlyRootfs) args.push('--read-only')
   for (const cap of spec.capDrop) args.push('--cap-drop', cap)
   for (const cap of spec.capAdd) args.push('--cap-add', cap)
   for (const opt of spec.securityOpt) args.push('--security-opt', opt)
@@ -343,7 +424,7 @@ export function toDockerRunArgs(spec: SandboxSpec): string[] {
   for (const [k, v] of Object.entries(spec.labels).sort(([a], [b]) => a.localeCompare(b))) args.push('--label', `${k}=${v}`)
   for (const m of spec.mounts) {
     if (m.type === 'tmpfs') {
-      args.push('--tmpfs', `${m.target}:mode=755`)
+      args.push('--tmpfs', `${m.target}:${m.options ?? 'mode=755'}`)
       continue
     }
     if (m.relabel) {

@@ -19,6 +19,10 @@ export const Labels = {
   volume: `${LABEL_PREFIX}.volume`,
   /** The sandbox uses the GitHub App's tokens ('1'). */
   ghapp: `${LABEL_PREFIX}.ghapp`,
+  /** How the sandbox does git: `gate` (its own git directory, pushes to the host through the gate), `throwaway` (its own, discarded with a one-shot container), `protected` (no repository: the workspace's .git is read-only). */
+  git: `${LABEL_PREFIX}.git`,
+  /** On a gate container: the name of the sandbox it serves. */
+  gateOf: `${LABEL_PREFIX}.gate-of`,
 } as const
 
 export type SandboxMode = 'bind' | 'branch'
@@ -123,6 +127,14 @@ export const Names = {
   },
   historyVolume(ws: Workspace): string {
     return `agent-sandbox-${ws.hash}-history`
+  },
+  /** The agent's own git directory (bind mode), mounted over the workspace's .git. */
+  gitVolume(ws: Workspace): string {
+    return `agent-sandbox-${ws.hash}-git`
+  },
+  /** The push gate of a sandbox (git-gate.sh). */
+  gate(sandboxName: string): string {
+    return `${sandboxName}-gate`
   },
   shelfVolume(ws: Workspace): string {
     return `agent-sbx-repo-${ws.hash}`

@@ -21,7 +21,7 @@ const mounted = (plan: ReturnType<typeof planProtectedPaths>) => plan.mounts.map
 describe('planProtectedPaths', () => {
   it('mounts every default path that exists, with no placeholders', () => {
     const plan = planProtectedPaths([], kinds(FULL))
-    expect(mounted(plan)).toEqual(['.git/hooks', '.git/config', '.husky', '.agent-sandbox', '.agent-precommit/user-context.json'])
+    expect(mounted(plan)).toEqual(['.husky', '.agent-sandbox', '.agent-precommit/user-context.json'])
     expect(plan.placeholders).toEqual([])
     expect(plan.skipped).toEqual([])
   })
@@ -58,8 +58,12 @@ describe('planProtectedPaths', () => {
     ])
   })
 
+  it('protects paths under .git that the user lists, when .git is a directory', () => {
+    expect(mounted(planProtectedPaths(['.git/hooks', '.git/config'], kinds(FULL)))).toEqual(['.husky', '.agent-sandbox', '.agent-precommit/user-context.json', '.git/hooks', '.git/config'])
+  })
+
   it.each([['file'], ['missing'], ['symlink']] as const)('skips .git/* when .git is a %s', (gitKind) => {
-    const plan = planProtectedPaths([], kinds({...FULL, '.git': gitKind}))
+    const plan = planProtectedPaths(['.git/hooks', '.git/config'], kinds({...FULL, '.git': gitKind}))
     expect(mounted(plan)).toEqual(['.husky', '.agent-sandbox', '.agent-precommit/user-context.json'])
     expect(plan.skipped.map((s) => s.relative)).toEqual(['.git/hooks', '.git/config'])
     expect(plan.skipped[0].reason).toMatch(/\.git is not a directory/)
@@ -82,7 +86,7 @@ describe('planProtectedPaths', () => {
 
   it('normalises, de-duplicates and drops nested or escaping paths', () => {
     const plan = planProtectedPaths(['./.husky/', '.husky', '.agent-sandbox/config.json', 'secrets', 'secrets/a', '../outside', '.', ''], kinds({...FULL, secrets: 'dir', 'secrets/a': 'file', '.agent-sandbox/config.json': 'file'}))
-    expect(mounted(plan)).toEqual(['.git/hooks', '.git/config', '.husky', '.agent-sandbox', '.agent-precommit/user-context.json', 'secrets'])
+    expect(mounted(plan)).toEqual(['.husky', '.agent-sandbox', '.agent-precommit/user-context.json', 'secrets'])
   })
 
   it('creates one placeholder for several paths under the same missing dir', () => {

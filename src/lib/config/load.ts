@@ -79,6 +79,7 @@ export function envLayer(env: NodeJS.ProcessEnv): ConfigFile {
   if (env.AGENT_SANDBOX_SELINUX_RELABEL) raw.selinuxRelabel = env.AGENT_SANDBOX_SELINUX_RELABEL
   if (env.AGENT_SANDBOX_ALLOW_DOMAINS) raw.allowDomains = list(env.AGENT_SANDBOX_ALLOW_DOMAINS)
   if (env.AGENT_SANDBOX_PROTECTED_PATHS) raw.protectedPaths = list(env.AGENT_SANDBOX_PROTECTED_PATHS)
+  if (env.AGENT_SANDBOX_PROTECTED_BRANCHES) raw.protectedBranches = list(env.AGENT_SANDBOX_PROTECTED_BRANCHES)
   const limits: Record<string, unknown> = {}
   if (env.AGENT_SANDBOX_MEMORY) limits.memory = env.AGENT_SANDBOX_MEMORY
   if (env.AGENT_SANDBOX_CPUS) limits.cpus = Number(env.AGENT_SANDBOX_CPUS)
@@ -136,7 +137,7 @@ function refuseWorkspaceGithub(layer: ConfigFile | undefined, path: string): voi
   }
 }
 
-const LIST_KEYS = ['protectedPaths', 'secretEnv', 'ports', 'allowDomains'] as const
+const LIST_KEYS = ['protectedPaths', 'secretEnv', 'ports', 'allowDomains', 'protectedBranches'] as const
 const SCALAR_KEYS = ['baseTag', 'network', 'dockerNetwork', 'sharedAgentConfig', 'selinuxRelabel'] as const
 
 /** Pure merge of layers given lowest first. */

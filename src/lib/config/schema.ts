@@ -12,6 +12,11 @@ const relPath = z
 const port = z
   .string()
   .regex(/^((\d{1,3}(\.\d{1,3}){3}|\[[0-9a-fA-F:]+\]):\d{1,5}:\d{1,5}|(\d{1,5}:)?\d{1,5})(\/(tcp|udp))?$/, 'must look like 3000, 8080:3000 or 127.0.0.1:8080:3000')
+/** A branch name or a glob of them (`release/*`), as the push gate matches them. */
+const branchGlob = z
+  .string()
+  .regex(/^[^\s~^:\\]+$/, 'must be a branch name or a glob such as release/*')
+  .refine((b) => !b.startsWith('-') && !b.startsWith('refs/'), 'must be a branch name such as main (without refs/heads/)')
 const size = z.string().regex(/^\d+(\.\d+)?[bkmgBKMG]?$/, 'must be a size such as 512m or 4g')
 
 export const NetworkMode = z.enum(['firewall', 'none', 'open'])
@@ -60,13 +65,19 @@ export const ConfigFileSchema = z
     limits: LimitsSchema.optional(),
     sharedAgentConfig: z.boolean().optional(),
     selinuxRelabel: z.enum(['auto', 'on', 'off']).optional(),
+    protectedBranches: z.array(branchGlob).optional(),
     github: GithubSchema.optional(),
   })
   .strict()
 
 export type ConfigFile = z.infer<typeof ConfigFileSchema>
 
-export const DEFAULT_PROTECTED_PATHS = ['.git/hooks', '.git/config', '.husky', '.agent-sandbox', '.agent-precommit/user-context.json']
+/**
+ * Working-tree paths mounted read-only over themselves. The host's .git is not
+ * among them: the agent gets a git directory of its own over it (agent-git.sh),
+ * and only the push gate writes the host's (docs/security.md).
+ */
+export const DEFAULT_PROTECTED_PATHS = ['.husky', '.agent-sandbox', '.agent-precommit/user-context.json']
 
 export interface Settings {
   baseTag: string
@@ -81,6 +92,8 @@ export interface Settings {
   sharedAgentConfig: boolean
   /** Relabel bind mounts for SELinux (`:z`): auto = when the engine's host enforces SELinux labels. */
   selinuxRelabel: 'auto' | 'on' | 'off'
+  /** Branches the push gate never updates (globs); empty: the host repository's default branch. */
+  protectedBranches: string[]
   github: GithubSettings
 }
 
@@ -107,6 +120,7 @@ export const DEFAULTS: Settings = {
   limits: {},
   sharedAgentConfig: true,
   selinuxRelabel: 'auto',
+  protectedBranches: [],
   github: {apiUrl: 'https://api.github.com', refreshMarginSeconds: 300},
 }
 

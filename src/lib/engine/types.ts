@@ -8,6 +8,8 @@ export interface MountSpec {
   readOnly: boolean
   /** SELinux relabelling of a bind mount: `shared` (:z, any of our containers) or `private` (:Z, this one only). */
   relabel?: 'shared' | 'private'
+  /** tmpfs mount options (default `mode=755`). */
+  options?: string
 }
 
 export interface ContainerInfo {

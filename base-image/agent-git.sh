@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# agent-git.sh WORKTREE HOST_GIT GATE_URL USER: give the agent a git directory of its own.
+#
+# Run by the entrypoint, as root, at every start of a bind-mode sandbox (and of
+# one-shot `run` containers). WORKTREE/.git is a volume (or a tmpfs) of ours,
+# mounted over the host's .git; HOST_GIT is the host's .git, mounted read-only.
+# The host's .git is therefore never the agent's to write, whatever the host
+# does to the files in it (git replaces .git/config by rename on every write).
+#   1. Once (an empty WORKTREE/.git): a repository whose objects come from
+#      HOST_GIT through `alternates`, with the host's branches, tags and
+#      remote-tracking refs, its HEAD, its index (so that the agent's
+#      `git status` agrees with the host's at once), and its remotes' URLs and
+#      branches' upstreams. A marker written last makes a crashed run start over.
+#   2. Every start: `refs/remotes/host/*` follow the host's branches; a local
+#      branch that the host has moved ahead of (the user committed on the host)
+#      is fast-forwarded, and for the checked-out one the index follows too.
+#   3. Every start: the keys that run programs or pick hooks are pinned in
+#      WORKTREE/.git/config.worktree, owned by root in a sticky directory, read
+#      by git after the agent's own config (extensions.worktreeConfig), so they
+#      win; the remote `host` is GATE_URL, the push gate (git-gate.sh).
+# git runs as USER; only the ownership steps run as root. Every value is an
+# argument, never spliced into a shell string.
+#   4. The system git config names WORKTREE a safe directory: its git directory
+#      is root's (step 3), which git otherwise refuses as "dubious ownership".
+# Env: AGENT_SANDBOX_REAL_GIT (default /usr/bin/git), AGENT_SANDBOX_SYSTEM_GITCONFIG (/etc/gitconfig).
+set -euo pipefail
+
+abort() { printf 'agent-git: %s\n' "$*" >&2; exit 1; }
+warn() { printf 'agent-git: warning: %s\n' "$*" >&2; }
+
+[[ "$#" -eq 4 ]] || abort "usage: agent-git.sh WORKTREE HOST_GIT GATE_URL USER"
+wt="$1" host="$2" gate_url="$3" user="$4"
+gd="$wt/.git"
+GIT="${AGENT_SANDBOX_REAL_GIT:-/usr/bin/git}"
+MARKER=agent-sandbox-provisioned
+
+[[ -d "$gd" && ! -L "$gd" ]] || abort "$gd is not a directory (the sandbox's git volume is not mounted)"
+[[ -f "$host/HEAD" && -d "$host/objects" ]] || abort "$host is not a git directory"
+
+as_user=()
+if [[ "$(id -u)" == 0 ]]; then
+  as_user=(setpriv --reuid="$user" --regid="$user" --init-groups)
+fi
+# The agent's git, as the agent, with nothing from any config but the
+# repository's own (and never a program from the host's config: the host's
+# repository is only read here, and only with plumbing).
+ag() { "${as_user[@]}" env HOME=/nonexistent GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null "$GIT" -c core.fsmonitor=false -c safe.directory='*' --git-dir="$gd" "$@"; }
+hg() { "${as_user[@]}" env HOME=/nonexistent GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null "$GIT" -c core.fsmonitor=false -c safe.directory='*' --git-dir="$host" "$@"; }
+
+# host_refs PATTERN...: "<sha> <ref>" lines of the host's refs.
+host_refs() { hg for-each-ref --format='%(objectname) %(refname)' "$@"; }
+
+provision() {
+  local tmp line key value
+  # A run that crashed half-way left no marker: start over (never from half a repository).
+  if [[ -e "$gd/HEAD" ]]; then
+    warn "the sandbox's git directory was left half-made; making it again"
+    find "$gd" -mindepth 1 -delete
+  fi
+  if [[ "$(id -u)" == 0 ]]; then chown "$user:" "$gd"; chmod 0755 "$gd"; fi
+  "${as_user[@]}" env HOME=/nonexistent GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null \
+    "$GIT" --git-dir="$gd" --work-tree="$wt" init -q --template= >/dev/null
+  "${as_user[@]}" mkdir -p "$gd/objects/info" "$gd/info" "$gd/refs/heads" "$gd/refs/tags"
+  printf '%s\n' "$host/objects" | "${as_user[@]}" tee "$gd/objects/info/alternates" >/dev/null
+  # Branches and tags as the host has them, remote-tracking refs too (not the host's
+  # own refs/remotes/host/*, which would clash with ours), in one transaction.
+  {
+    while read -r sha ref; do
+      case "$ref" in
+        refs/heads/*) printf 'create %s %s\ncreate refs/remotes/host/%s %s\n' "$ref" "$sha" "${ref#refs/heads/}" "$sha" ;;
+        refs/remotes/host/*) ;;
+        *) printf 'create %s %s\n' "$ref" "$sha" ;;
+      esac
+    done < <(host_refs refs/heads refs/tags refs/remotes)
+  } | ag update-ref --stdin
+  if tmp="$(hg symbolic-ref -q HEAD)"; then
+    ag symbolic-ref HEAD "$tmp"
+  elif tmp="$(hg rev-parse -q --verify HEAD)"; then
+    ag update-ref --no-deref HEAD "$tmp"
+  fi
+  # The host's index describes the same files (the work tree is shared), so the
+  # agent's `git status` needs no rehash of the tree. A split index comes with
+  # its shared part.
+  if [[ -f "$host/index" ]]; then
+    "${as_user[@]}" cp -- "$host/index" "$gd/index"
+    for tmp in "$host"/sharedindex.*; do
+      [[ -f "$tmp" ]] && "${as_user[@]}" cp -- "$tmp" "$gd/"
+    done
+  fi
+  # Remotes' URLs and fetch refspecs, branches' upstreams: everyday settings the
+  # agent may change. Nothing that runs a program.
+  while IFS= read -r -d '' line; do
+    key="${line%%$'\n'*}" value="${line#*$'\n'}"
+    [[ "$line" == *$'\n'* ]] || value=""
+    case "${key,,}" in
+      remote.host.*) ;;
+      remote.*.url | remote.*.pushurl | remote.*.fetch | branch.*.remote | branch.*.merge | branch.*.rebase)
+        ag config --add "$key" "$value" ;;
+    esac
+  done < <(hg config --file "$host/config" -z --get-regexp '^(remote|branch)\.' || true)
+  : | "${as_user[@]}" tee "$gd/$MARKER" >/dev/null
+}
+
+# sync_with_host: refs/remotes/host/* follow the host's branches; local branches
+# the host moved ahead of are fast-forwarded (the work tree is shared, so the
+# index of the checked-out one follows).
+sync_with_host() {
+  local sha ref name head="" mine
+  local -A ours=()
+  head="$(ag symbolic-ref -q HEAD || true)"
+  while read -r sha ref; do ours[$ref]="$sha"; done < <(ag for-each-ref --format='%(objectname) %(refname)' refs/heads)
+  {
+    while read -r sha ref; do
+      name="${ref#refs/heads/}"
+      printf 'update refs/remotes/host/%s %s\n' "$name" "$sha"
+      mine="${ours[$ref]:-}"
+      if [[ -n "$mine" && "$mine" != "$sha" ]] && ag merge-base --is-ancestor "$mine" "$sha" 2>/dev/null; then
+        if [[ "$ref" == "$head" ]]; then
+          ag --work-tree="$wt" read-tree -m "$mine" "$sha" 2>/dev/null || {
+            warn "the index could not follow $name to the host's commit; left at ${mine:0:12}"
+            continue
+          }
+        fi
+        printf 'update %s %s %s\n' "$ref" "$sha" "$mine"
+      fi
+    done < <(host_refs refs/heads)
+  } | ag update-ref --stdin
+}
+
+# pin: the config that is not the agent's to change, and the remote `host`.
+pin() {
+  local hooks pager
+  hooks="$(hg config --file "$host/config" --get core.hooksPath || true)"
+  case "$hooks" in
+    "") hooks="$host/hooks" ;;
+    /*) [[ "$hooks" == "$wt"/* ]] || { warn "core.hooksPath $hooks is outside the workspace; using the host's .git/hooks"; hooks="$host/hooks"; } ;;
+    *) hooks="$wt/${hooks#./}" ;;
+  esac
+  pager="less"
+  ag config core.repositoryformatversion 1
+  ag config extensions.worktreeConfig true
+  ag config remote.host.url "$gate_url"
+  ag config --replace-all remote.host.fetch '+refs/heads/*:refs/remotes/host/*'
+  local pinned="$gd/config.worktree"
+  if [[ "$(id -u)" == 0 ]]; then
+    # Root's file in a root-owned sticky directory: the agent can add its own
+    # files (index.lock, HEAD, …) but can neither change nor replace this one.
+    rm -f "$pinned"
+    GIT_CONFIG_NOSYSTEM=1 HOME=/nonexistent "$GIT" config --file "$pinned" core.hooksPath "$hooks"
+    GIT_CONFIG_NOSYSTEM=1 HOME=/nonexistent "$GIT" config --file "$pinned" core.fsmonitor false
+    GIT_CONFIG_NOSYSTEM=1 HOME=/nonexistent "$GIT" config --file "$pinned" core.sshCommand ssh
+    GIT_CONFIG_NOSYSTEM=1 HOME=/nonexistent "$GIT" config --file "$pinned" core.pager "$pager"
+    GIT_CONFIG_NOSYSTEM=1 HOME=/nonexistent "$GIT" config --file "$pinned" agent-sandbox.pinned true
+    chown root:root "$pinned"
+    chmod 0644 "$pinned"
+    chown "root:$user" "$gd"
+    chmod 1775 "$gd"
+    GIT_CONFIG_NOSYSTEM=1 HOME=/nonexistent "$GIT" config --file "${AGENT_SANDBOX_SYSTEM_GITCONFIG:-/etc/gitconfig}" --replace-all safe.directory "$wt"
+  fi
+}
+
+if [[ ! -e "$gd/$MARKER" ]]; then
+  provision
+else
+  sync_with_host
+fi
+pin
