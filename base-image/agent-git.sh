@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # agent-git.sh WORKTREE HOST_GIT GATE_URL USER: give the agent a git directory of its own.
+# agent-git.sh --sync WORKTREE HOST_GIT: step 2 only, as the agent (sandbox-exec
+#   runs it when the host's refs changed since the last sync).
 #
 # Run by the entrypoint, as root, at every start of a bind-mode sandbox (and of
 # one-shot `run` containers). WORKTREE/.git is a volume (or a tmpfs) of ours,
@@ -28,17 +30,26 @@ set -euo pipefail
 abort() { printf 'agent-git: %s\n' "$*" >&2; exit 1; }
 warn() { printf 'agent-git: warning: %s\n' "$*" >&2; }
 
+sync_only=0
+if [[ "${1:-}" == --sync ]]; then
+  sync_only=1
+  shift
+  [[ "$#" -eq 2 ]] || abort "usage: agent-git.sh --sync WORKTREE HOST_GIT"
+  set -- "$1" "$2" "" ""
+fi
 [[ "$#" -eq 4 ]] || abort "usage: agent-git.sh WORKTREE HOST_GIT GATE_URL USER"
 wt="$1" host="$2" gate_url="$3" user="$4"
 gd="$wt/.git"
 GIT="${AGENT_SANDBOX_REAL_GIT:-/usr/bin/git}"
 MARKER=agent-sandbox-provisioned
+# Touched after every sync: sandbox-exec compares the host's refs with it.
+STAMP=agent-sandbox-synced
 
 [[ -d "$gd" && ! -L "$gd" ]] || abort "$gd is not a directory (the sandbox's git volume is not mounted)"
 [[ -f "$host/HEAD" && -d "$host/objects" ]] || abort "$host is not a git directory"
 
 as_user=()
-if [[ "$(id -u)" == 0 ]]; then
+if [[ "$(id -u)" == 0 && "$sync_only" == 0 ]]; then
   as_user=(setpriv --reuid="$user" --regid="$user" --init-groups)
 fi
 # The agent's git, as the agent, with nothing from any config but the
@@ -116,7 +127,9 @@ sync_with_host() {
       mine="${ours[$ref]:-}"
       if [[ -n "$mine" && "$mine" != "$sha" ]] && ag merge-base --is-ancestor "$mine" "$sha" 2>/dev/null; then
         if [[ "$ref" == "$head" ]]; then
-          ag --work-tree="$wt" read-tree -m "$mine" "$sha" 2>/dev/null || {
+          # The work tree is shared and already holds the host's files: only the
+          # index follows (-i: no look at the work tree, whose files are newer).
+          ag --work-tree="$wt" read-tree -m -i "$mine" "$sha" 2>/dev/null || {
             warn "the index could not follow $name to the host's commit; left at ${mine:0:12}"
             continue
           }
@@ -125,6 +138,7 @@ sync_with_host() {
       fi
     done < <(host_refs refs/heads)
   } | ag update-ref --stdin
+  : | "${as_user[@]}" tee "$gd/$STAMP" >/dev/null
 }
 
 # pin: the config that is not the agent's to change, and the remote `host`.
@@ -159,9 +173,13 @@ pin() {
   fi
 }
 
+if [[ "$sync_only" == 1 ]]; then
+  [[ -e "$gd/$MARKER" ]] || abort "$gd is not provisioned yet"
+  sync_with_host
+  exit 0
+fi
 if [[ ! -e "$gd/$MARKER" ]]; then
   provision
-else
-  sync_with_host
 fi
+sync_with_host
 pin

@@ -23,5 +23,18 @@ if [ ! -e "$state/ready" ]; then
     sleep 0.02
   done
 fi
+# Bind mode: the agent's git directory follows the host's branches when the
+# user moved them on the host (agent-git.sh --sync). Only builtins on the way:
+# the check runs before every command, the sync only when a ref is newer.
+if [ -n "${AGENT_SANDBOX_HOST_GIT:-}" ] && [ -n "${AGENT_SANDBOX_GIT_WORKTREE:-}" ]; then
+  gd="$AGENT_SANDBOX_GIT_WORKTREE/.git"
+  stamp="$gd/agent-sandbox-synced"
+  if [ -e "$stamp" ] && read -r head < "$gd/HEAD" 2>/dev/null; then
+    ref="${head#ref: }"
+    if [ "$AGENT_SANDBOX_HOST_GIT/$ref" -nt "$stamp" ] || [ "$AGENT_SANDBOX_HOST_GIT/packed-refs" -nt "$stamp" ]; then
+      "${AGENT_SANDBOX_AGENT_GIT_SCRIPT:-/usr/local/sbin/agent-git}" --sync "$AGENT_SANDBOX_GIT_WORKTREE" "$AGENT_SANDBOX_HOST_GIT" >&2 || true
+    fi
+  fi
+fi
 [ "$#" -gt 0 ] || exit 0
 exec "$@"
