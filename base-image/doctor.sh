@@ -15,7 +15,10 @@
 #     straight to Docker's resolver (127.0.0.11) or the upstream resolvers, over UDP
 #     and TCP, get no answer;
 #   - raw sockets, network administration, changing iptables/ipsets/resolv.conf/the
-#     firewall state, signalling dnsmasq, sudo: all refused.
+#     firewall state, signalling dnsmasq, sudo: all refused;
+#   - git (bind mode, AGENT_SANDBOX_HOST_GIT): the host's .git cannot be written,
+#     the pinned config (.git/config.worktree) cannot be changed or replaced and
+#     its keys win, and the push gate answers at the remote `host`.
 # With network mode "none" it checks that there is no route at all instead; with
 # "open" it reports that egress is not filtered.
 #
@@ -29,6 +32,8 @@
 #   AGENT_SANDBOX_DOCTOR_TIMEOUT    [2] seconds allowed for each attempt
 #   AGENT_SANDBOX_DOCTOR_LOG_WAIT   [3] seconds to wait for refusals to reach denied.log
 #   AGENT_SANDBOX_DOCTOR_PROC       [/proc/self/status] (tests)
+#   AGENT_SANDBOX_HOST_GIT, AGENT_SANDBOX_GIT_WORKTREE   set by the CLI in bind mode (agent-git.sh)
+#   AGENT_SANDBOX_REAL_GIT          [/usr/bin/git]
 
 # The attempts run small programs whose own variables are in single quotes.
 # shellcheck disable=SC2016
@@ -400,6 +405,42 @@ check_sudo() {
   fi
 }
 
+# check_git: the host's .git is out of reach, the pinned keys hold, the gate answers.
+check_git() {
+  local host="${AGENT_SANDBOX_HOST_GIT:-}" wt="${AGENT_SANDBOX_GIT_WORKTREE:-}" git="${AGENT_SANDBOX_REAL_GIT:-/usr/bin/git}"
+  [ -n "$host" ] && [ -n "$wt" ] || return 0
+  not_writable host-git-config "$host/config"
+  try sh -c ': > "$1/agent-sandbox-doctor"' sh "$host/hooks"
+  if [ "$RC" = 0 ]; then
+    rm -f "$host/hooks/agent-sandbox-doctor"
+    fail host-git-hooks "could create a file in $host/hooks"
+  else
+    pass host-git-hooks "$host/hooks is read-only ($(last_msg | sed 's/^sh: [0-9]*: //'))"
+  fi
+  local pinned="$wt/.git/config.worktree" want got
+  not_writable git-pinned-config "$pinned"
+  try sh -c 'printf "[core]\n" > "$1.doctor" && mv -f "$1.doctor" "$1"' sh "$pinned"
+  rm -f "$pinned.doctor" 2> /dev/null || true
+  if [ "$RC" = 0 ]; then
+    fail git-pinned-replace "could replace $pinned"
+  else
+    pass git-pinned-replace "replacing $pinned refused ($(last_msg | sed 's/^mv: //'))"
+  fi
+  want="$("$git" config --file "$pinned" core.hooksPath 2> /dev/null || true)"
+  got="$("$git" -C "$wt" config core.hooksPath 2> /dev/null || true)"
+  if [ -n "$want" ] && [ "$want" = "$got" ] && [ "$("$git" -C "$wt" config core.fsmonitor 2> /dev/null || true)" = false ]; then
+    pass git-pinned-keys "core.hooksPath is $got and core.fsmonitor is off"
+  else
+    fail git-pinned-keys "the pinned git keys do not hold: core.hooksPath is '${got}' (pinned: '${want}'), or core.fsmonitor is not off"
+  fi
+  try "$git" -C "$wt" ls-remote --heads host
+  if [ "$RC" = 0 ]; then
+    pass git-gate "the push gate answers at the remote host"
+  else
+    fail git-gate "the push gate does not answer: $(last_msg)"
+  fi
+}
+
 # ---- main --------------------------------------------------------------------
 
 check_unprivileged
@@ -428,4 +469,5 @@ if [ "$MODE" = firewall ]; then
   check_signal dnsmasq
 fi
 check_sudo
+check_git
 exit "$failed"

@@ -31,6 +31,8 @@ const psSandboxes = ['ps', '-a', '--filter', 'label=dev.agent-sandbox.managed=tr
 const dockerStep = (...args) => ({argv: ['docker', ...args]})
 const label = (ctx) => ['--label', `${BENCH_LABEL}=${ctx.id}`]
 const rmForce = (name) => sh('docker', ['rm', '-f', name], {allowFailure: true})
+/** A sandbox and its push gate. */
+const rmSandbox = (name) => sh('docker', ['rm', '-f', name, `${name}-gate`], {allowFailure: true})
 
 /** A new copy of the generated repository: a new workspace path, so a new (absent) repo-shelf. */
 function freshCopy(ctx) {
@@ -105,6 +107,24 @@ export const scenarios = [
     b: {steps: (ctx) => [dockerStep('exec', ctx.name, 'true')]},
   },
   {
+    key: 'commit',
+    cheap: true,
+    title: '`git commit` inside',
+    ours: '`git commit --allow-empty` as the agent in the sandbox (`docker exec -u node <c> sandbox-exec git …`: the wrapper, the sync check, its own git directory with the host\'s objects as alternates, the pinned config)',
+    base: 'the same `/usr/bin/git commit` as the owner in a plain container of the same image over the same workspace',
+    target: 1.5,
+    smoke: true,
+    setup: (ctx) => {
+      const plain = `asb-bench-${ctx.id}-plaingit`
+      rmForce(plain)
+      sh('docker', ['run', '-d', '--name', plain, ...label(ctx), '--user', `${OWNER}:${OWNER}`, '--env', 'HOME=/tmp', '--mount', `type=bind,source=${ctx.ws},target=/w`, '--workdir', '/w', '--entrypoint', 'sleep', ctx.image, 'infinity'])
+      ctx.extra.plain = plain
+    },
+    teardown: (ctx) => rmForce(/** @type {string} */ (ctx.extra.plain)),
+    a: {steps: (ctx) => [dockerStep('exec', '-u', 'node', ctx.name, '/usr/local/bin/sandbox-exec', 'git', '-c', 'user.name=Bench', '-c', 'user.email=b@example.invalid', 'commit', '-q', '--allow-empty', '-m', 'bench')]},
+    b: {steps: (ctx) => [dockerStep('exec', /** @type {string} */ (ctx.extra.plain), '/usr/bin/git', '-c', 'safe.directory=*', '-c', 'user.name=Bench', '-c', 'user.email=b@example.invalid', 'commit', '-q', '--allow-empty', '-m', 'bench')]},
+  },
+  {
     key: 'shell',
     title: 'warm shell to prompt',
     ours: '`agent-sandbox shell` (pty; `exit` at the first prompt)',
@@ -121,7 +141,8 @@ export const scenarios = [
     base: '`docker run -d --entrypoint sleep <img> infinity` then `docker exec <c> true`',
     target: 3,
     smoke: true,
-    a: {before: (ctx) => rmForce(ctx.name), steps: (ctx) => [cli(ctx, 'start', ctx.ws)], after: (ctx) => rmForce(ctx.name)},
+    // A cold start makes the push gate too: neither exists before.
+    a: {before: (ctx) => rmSandbox(ctx.name), steps: (ctx) => [cli(ctx, 'start', ctx.ws)], after: (ctx) => rmSandbox(ctx.name)},
     b: {
       before: (ctx) => rmForce(`asb-bench-${ctx.id}-cold`),
       steps: (ctx) => [

@@ -9,7 +9,8 @@ import {resolveWorkspace} from '../lib/workspace.js'
 
 export default class ShowRun extends BaseCommand {
   static override summary = 'Print the `docker run` command that `start` would use, without running it.'
-  static override description = 'Secret environment values are printed as references (`--env NAME`): export them before pasting.'
+  static override description =
+    'Secret environment values are printed as references (`--env NAME`): export them before pasting. A sandbox with a repository is followed by its push gate, a second container in its network namespace.'
   static override examples = ['<%= config.bin %> show-run', '<%= config.bin %> show-run ~/src/app --branch feat']
   static override args = {path: pathArg}
   static override flags = {branch: branchFlag, network: networkFlag}
@@ -17,9 +18,9 @@ export default class ShowRun extends BaseCommand {
   async run(): Promise<void> {
     const {args, flags} = await this.parse(ShowRun)
     const ws = resolveWorkspace(args.path)
-    const {spec, placeholders} = await prepareSandbox(ws, {branch: flags.branch, network: flags.network as NetworkMode | undefined, ...(await this.traits(flags))})
+    const {spec, gate, placeholders} = await prepareSandbox(ws, {branch: flags.branch, network: flags.network as NetworkMode | undefined, ...(await this.traits(flags))})
     this.secrets.push(...secretValues(spec))
-    this.out(toShellCommand(spec, placeholders.map((p) => ({path: posix.join(ws.path, p.relative), kind: p.kind}))))
+    this.out(toShellCommand(spec, placeholders.map((p) => ({path: posix.join(ws.path, p.relative), kind: p.kind})), gate ? [gate] : []))
   }
 
   /** What the engine needs (user namespace, SELinux) when it answers; show-run itself needs no engine. */

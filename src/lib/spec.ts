@@ -447,12 +447,14 @@ export function toDockerRunArgs(spec: SandboxSpec): string[] {
 
 /**
  * The spec as one pasteable shell command. Protected paths that do not exist
- * yet get their placeholders first, as `start` would create them.
+ * yet get their placeholders first, as `start` would create them; containers
+ * that go with it (the push gate) follow it.
  */
-export function toShellCommand(spec: SandboxSpec, placeholders: Array<{path: string; kind: 'file' | 'dir'}> = []): string {
+export function toShellCommand(spec: SandboxSpec, placeholders: Array<{path: string; kind: 'file' | 'dir'}> = [], companions: SandboxSpec[] = []): string {
   const prep = placeholders.map((p) => (p.kind === 'dir' ? `mkdir -p -- ${shellQuote(p.path)}` : `touch -- ${shellQuote(p.path)}`))
   // Only podman's CLI knows keep-id (the docker CLI refuses it).
-  return [...prep, [spec.userns ? 'podman' : 'docker', ...toDockerRunArgs(spec)].map(shellQuote).join(' ')].join(' && ')
+  const run = (s: SandboxSpec) => [s.userns ? 'podman' : 'docker', ...toDockerRunArgs(s)].map(shellQuote).join(' ')
+  return [...prep, run(spec), ...companions.map(run)].join(' && ')
 }
 
 /** Every value that must never be printed. */

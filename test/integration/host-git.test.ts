@@ -218,6 +218,27 @@ describe('everyday git inside, and the gate', () => {
     expect(ps.stdout).not.toContain('git daemon')
   })
 
+  it('an older sandbox still running (no git label) keeps working, and start says in one line what to run', async () => {
+    const name = JSON.parse((await cli(['list', '--json'])).stdout).find((s: {path: string; branch: string}) => s.path === ws && !s.branch).name
+    const image = JSON.parse((await docker('container', 'inspect', name)).stdout)[0].Config.Image
+    expect((await docker('rm', '-f', name, `${name}-gate`)).exitCode).toBe(0)
+    // What an earlier version made: the workspace read-write, with no git directory of its own and no gate.
+    const old = await docker('run', '-d', '--name', name, '--label', 'dev.agent-sandbox.managed=true', '--label', 'dev.agent-sandbox.kind=sandbox',
+      '--label', `dev.agent-sandbox.workspace=${ws}`, '--label', 'dev.agent-sandbox.mode=bind', '--env', 'AGENT_SANDBOX_NETWORK=none',
+      '--env', `AGENT_SANDBOX_UID=${TEST_UID}`, '--mount', `type=bind,source=${ws},target=/workspace/hostgit`, image)
+    expect(old.exitCode, old.stderr).toBe(0)
+    const r = await cli(['start', ws])
+    expect(r.exitCode, r.stderr).toBe(0)
+    expect(r.stderr.trim().split('\n').filter((l) => l.includes('older agent-sandbox'))).toEqual([
+      `warning: ${name} was started by an older agent-sandbox, in which the agent can write the host's .git; restart it: agent-sandbox stop && agent-sandbox start`,
+    ])
+    expect((await cli(['stop', ws])).exitCode).toBe(0)
+    const again = await cli(['start', ws])
+    expect(again.exitCode, again.stderr).toBe(0)
+    expect(again.stderr).not.toContain('older agent-sandbox')
+    expect(JSON.parse((await docker('container', 'inspect', name)).stdout)[0].Config.Labels['dev.agent-sandbox.git']).toBe('gate')
+  })
+
   it('rm --volumes removes the git volume and the gate', async () => {
     expect((await cli(['rm', ws, '--branch', 'b1'])).exitCode).toBe(0)
     const r = await cli(['rm', ws, '--volumes', '--yes'])

@@ -250,6 +250,7 @@ describe('show-run', () => {
     )
     const name = await containerName(ws)
     const a = await inspect(name)
+    const gateA = await inspect(`${name}-gate`)
     const shown = await cli(['show-run', ws])
     expect(shown.exitCode, shown.stderr).toBe(0)
     expect(shown.stdout).not.toContain('tok-very-secret-1234')
@@ -274,6 +275,24 @@ describe('show-run', () => {
       image: c.Config.Image,
     })
     expect(pick(b)).toEqual(pick(a))
+    // Its push gate too (the network namespace names the sandbox, by name or by id).
+    const gateB = await inspect(`${name}-gate`)
+    const pickGate = (c: any) => ({
+      mounts: c.Mounts.map((m: any) => `${m.Type}:${m.Source}:${m.Destination}:${m.RW}`).sort(),
+      env: c.Config.Env.filter((e: string) => !e.startsWith('HOSTNAME=')).sort(),
+      user: c.Config.User,
+      capAdd: c.HostConfig.CapAdd ?? [],
+      capDrop: c.HostConfig.CapDrop,
+      securityOpt: c.HostConfig.SecurityOpt,
+      tmpfs: c.HostConfig.Tmpfs,
+      labels: c.Config.Labels,
+      image: c.Config.Image,
+      entrypoint: c.Config.Entrypoint,
+      readOnly: c.HostConfig.ReadonlyRootfs,
+    })
+    expect(pickGate(gateB)).toEqual(pickGate(gateA))
+    expect(gateB.HostConfig.NetworkMode).toMatch(new RegExp(`^container:(${name}|${b.Id})$`))
+    expect(gateB.State.Running).toBe(true)
     // And the one made from show-run is a working sandbox that start adopts.
     const r = await cli(['start', ws, '--json'])
     expect(r.exitCode, r.stderr).toBe(0)

@@ -4,6 +4,8 @@ import {DEFAULTS, type Settings} from '../../src/lib/config/schema.js'
 import {
   BASE_CAPS,
   FIREWALL_CAPS,
+  GATE_URL,
+  buildGateSpec,
   buildSpec,
   looksSecret,
   parsePort,
@@ -22,6 +24,68 @@ import {Names, describeWorkspace, md5, sanitizeBranch} from '../../src/lib/works
 const ws = describeWorkspace('/home/me/My Repo', 1000, 1001)
 const settings = (over: Partial<Settings> = {}): Settings => ({...structuredClone(DEFAULTS), ...over})
 const protectedPaths: SpecOptions['protectedPaths'] = [{relative: '.git/hooks'}, {relative: '.agent-sandbox'}]
+
+describe('the agent\'s own git directory and the push gate', () => {
+  const sandbox = buildSpec(ws, settings(), {protectedPaths, ownGit: 'volume'})
+
+  it('mounts a git volume over .git and the host .git read-only at /host-git, and tells the entrypoint', () => {
+    const byTarget = Object.fromEntries(sandbox.mounts.map((m) => [m.target, m]))
+    expect(byTarget['/workspace/My Repo/.git']).toEqual({type: 'volume', source: `agent-sandbox-${ws.hash}-git`, target: '/workspace/My Repo/.git', readOnly: false})
+    expect(byTarget['/host-git']).toEqual({type: 'bind', source: '/home/me/My Repo/.git', target: '/host-git', readOnly: true})
+    const env = Object.fromEntries(sandbox.env.map((e) => [e.name, e.value]))
+    expect(env).toMatchObject({AGENT_SANDBOX_HOST_GIT: '/host-git', AGENT_SANDBOX_GIT_WORKTREE: '/workspace/My Repo', AGENT_SANDBOX_GATE_URL: GATE_URL})
+    expect(sandbox.labels['dev.agent-sandbox.git']).toBe('gate')
+  })
+
+  it('gives one-shot containers a tmpfs instead, and branch mode a read-only checkout and no git directory of its own', () => {
+    const oneShot = buildSpec(ws, settings(), {protectedPaths, ownGit: 'tmpfs', name: 'x'})
+    expect(oneShot.mounts.find((m) => m.target === '/workspace/My Repo/.git')).toMatchObject({type: 'tmpfs'})
+    expect(oneShot.labels['dev.agent-sandbox.git']).toBe('throwaway')
+    const branch = buildSpec(ws, settings(), {protectedPaths, ownGit: 'volume', branch: 'feat'})
+    expect(branch.mounts[0]).toEqual({type: 'bind', source: '/home/me/My Repo', target: '/workspace/My Repo', readOnly: true})
+    expect(branch.mounts.map((m) => m.target)).not.toContain('/host-git')
+    expect(branch.env.map((e) => e.name)).not.toContain('AGENT_SANDBOX_HOST_GIT')
+    expect(buildSpec(ws, settings(), {protectedPaths}).labels['dev.agent-sandbox.git']).toBe('protected')
+  })
+
+  it('builds the gate: the owner\'s uid, no capabilities, read-only root, the sandbox\'s network, the host .git writable only there', () => {
+    const gate = buildGateSpec(ws, sandbox, settings({protectedBranches: ['main', 'release/*']}), {})
+    expect(gate.name).toBe(`${sandbox.name}-gate`)
+    expect(gate.user).toBe('1000:1001')
+    expect(gate.capAdd).toEqual([])
+    expect(gate.capDrop).toEqual(['ALL'])
+    expect(gate.securityOpt).toEqual(['no-new-privileges'])
+    expect(gate.networkMode).toBe(`container:${sandbox.name}`)
+    expect(gate.readOnlyRootfs).toBe(true)
+    expect(gate.entrypoint).toEqual(['/usr/local/sbin/git-gate'])
+    expect(gate.image).toBe(sandbox.image)
+    expect(gate.mounts).toEqual([
+      {type: 'bind', source: '/home/me/My Repo', target: '/gate/ws', readOnly: true},
+      {type: 'bind', source: '/home/me/My Repo/.git', target: '/gate/ws/.git', readOnly: false},
+      {type: 'tmpfs', source: '', target: '/tmp', readOnly: false, options: 'mode=1777'},
+    ])
+    const env = Object.fromEntries(gate.env.map((e) => [e.name, e.value]))
+    expect(env).toEqual({AGENT_SANDBOX_GATE_MODE: 'bind', AGENT_SANDBOX_GATE_PORT: '19418', AGENT_SANDBOX_PROTECTED_BRANCHES: 'main\nrelease/*'})
+    expect(gate.labels).toMatchObject({'dev.agent-sandbox.kind': 'gate', 'dev.agent-sandbox.gate-of': sandbox.name})
+    expect(buildGateSpec(ws, sandbox, settings(), {branch: 'feat'}).env.find((e) => e.name === 'AGENT_SANDBOX_GATE_MODE')?.value).toBe('branch')
+  })
+
+  it('creates the gate with its own entrypoint and read-only root, and show-run prints it after the sandbox', () => {
+    const gate = buildGateSpec(ws, sandbox, settings(), {})
+    const create = toCreateOptions(gate)
+    expect(create.Entrypoint).toEqual(['/usr/local/sbin/git-gate'])
+    expect(create.HostConfig?.ReadonlyRootfs).toBe(true)
+    expect(create.HostConfig?.Tmpfs).toEqual({'/tmp': 'mode=1777'})
+    const shown = toShellCommand(sandbox, [], [gate])
+    const [first, second] = shown.split(' && ')
+    expect(first).toContain(`--name ${sandbox.name} `)
+    expect(second).toContain(`--name ${sandbox.name}-gate `)
+    expect(second).toContain(' --entrypoint /usr/local/sbin/git-gate ')
+    expect(second).toContain(' --read-only ')
+    expect(second).toContain(` --network container:${sandbox.name} `)
+    expect(second).toContain(' --tmpfs /tmp:mode=1777 ')
+  })
+})
 
 describe('buildSpec', () => {
   const spec = buildSpec(ws, settings(), {protectedPaths})
