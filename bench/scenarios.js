@@ -31,8 +31,11 @@ const psSandboxes = ['ps', '-a', '--filter', 'label=dev.agent-sandbox.managed=tr
 const dockerStep = (...args) => ({argv: ['docker', ...args]})
 const label = (ctx) => ['--label', `${BENCH_LABEL}=${ctx.id}`]
 const rmForce = (name) => sh('docker', ['rm', '-f', name], {allowFailure: true})
-/** A sandbox and its push gate. */
-const rmSandbox = (name) => sh('docker', ['rm', '-f', name, `${name}-gate`], {allowFailure: true})
+/** A sandbox and its push gate (the gate first: Podman keeps a container another one's network depends on). */
+const rmSandbox = (name) => {
+  rmForce(`${name}-gate`)
+  rmForce(name)
+}
 
 /** A new copy of the generated repository: a new workspace path, so a new (absent) repo-shelf. */
 function freshCopy(ctx) {

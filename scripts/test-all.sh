@@ -6,7 +6,7 @@
 # the integration global set-up builds the base image itself if it is missing).
 # Prints one total line at the end: "N passed, N failed". Exits non-zero if any
 # test failed or a suite could not run.
-# Podman: the lifecycle, run, bad-input, branch and git-guardrails suites also run against Podman's API socket
+# Podman: the lifecycle, run, bad-input, branch, git-guardrails and host-git suites also run against Podman's API socket
 # when AGENT_SANDBOX_TEST_PODMAN=1 (CI sets it after scripts/setup-engine.sh --podman);
 # otherwise a line says that suite was not requested.
 # Rootless Podman: the rootless suite (test/rootless) runs the CLI as the user
@@ -70,7 +70,7 @@ for suite in "${suites[@]}"; do
       DOCKER_HOST="${AGENT_SANDBOX_PODMAN_HOST:-unix:///run/podman/podman.sock}" AGENT_SANDBOX_ENGINE=podman AGENT_SANDBOX_IT_ID=podman \
         npx vitest run --project integration --reporter=default --reporter=json --outputFile.json="$out/podman.json" \
         test/integration/lifecycle.test.ts test/integration/run.test.ts test/integration/bad-input.test.ts \
-        test/integration/branch.test.ts test/integration/git-guardrails.test.ts
+        test/integration/branch.test.ts test/integration/git-guardrails.test.ts test/integration/host-git.test.ts
       rc=$?
       count_vitest "$out/podman.json" podman
       [ "$rc" -eq 0 ] || [ -s "$out/podman.json" ] || broken=$((broken + 1))

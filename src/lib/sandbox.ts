@@ -148,6 +148,8 @@ export async function startSandbox(ctx: Context, ws: Workspace, options: Sandbox
           return keepFresh({name, action: 'started' as const, container})
         }
         reporter.info(`settings changed since ${name} was created; recreating it (volumes are kept)`)
+        // Its gate first: Podman keeps a container that another one's network depends on.
+        await removeGate(ctx, Names.gate(name))
         await ctx.engine.containers.remove(existing.id, {force: true})
       }
       return keepFresh(await createAndStart(ctx, ws, prepared, options))
@@ -169,9 +171,12 @@ async function createAndStart(ctx: Context, ws: Workspace, prepared: PreparedSan
   createPlaceholders(ws.path, prepared.placeholders, ws)
   let id: string | undefined
   const abort = () => {
-    // Ctrl-C while creating: remove the half-made container; the next start recreates it.
-    if (id) void ctx.engine.containers.remove(id, {force: true}).finally(() => process.exit(130))
-    else process.exit(130)
+    // Ctrl-C while creating: remove the half-made containers (the gate first); the next start recreates them.
+    const created = id
+    void (async () => {
+      if (prepared.gate) await removeGate(ctx, prepared.gate.name).catch(() => undefined)
+      if (created) await ctx.engine.containers.remove(created, {force: true}).catch(() => undefined)
+    })().finally(() => process.exit(130))
   }
   process.once('SIGINT', abort)
   try {
@@ -186,7 +191,7 @@ async function createAndStart(ctx: Context, ws: Workspace, prepared: PreparedSan
     if (gate) await checkGate(ctx, gate.name)
     return {name: spec.name, action: 'created', container}
   } catch (error) {
-    if (prepared.gate) await removeGate(ctx, prepared.gate.name)
+    if (prepared.gate) await removeGate(ctx, prepared.gate.name).catch(() => undefined)
     if (id) {
       const state = await ctx.engine.containers.inspect(id).catch(() => undefined)
       // Keep a container that exists but failed set-up only long enough to read why; never leave it half-made.

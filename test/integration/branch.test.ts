@@ -74,12 +74,23 @@ describe('two branch sandboxes on one shelf', () => {
     expect(existsSync(join(ws, 'a.txt'))).toBe(false) // the host's checkout is untouched
   })
 
-  it('refuses to push the branch the host has checked out', async () => {
+  it('refuses to push the protected default branch, and the branch the host has checked out', async () => {
     const before = await hostGit(ws, 'rev-parse', 'main')
-    const r = await inBranch(ws, 'feat/a', 'git push host HEAD:main')
+    const r = await inBranch(ws, 'feat/a', '/usr/bin/git push host HEAD:main')
     expect(r.exitCode).not.toBe(0)
-    expect(r.stderr).toMatch(/branch is currently checked out/)
+    expect(r.stderr).toMatch(/main is a protected branch; propose it for review instead: git push host HEAD:refs\/sandbox\/main/)
     expect(await hostGit(ws, 'rev-parse', 'main')).toBe(before)
+    // The user checks out another branch on the host: the gate will not move it under them.
+    await hostGit(ws, 'branch', 'checked-out', 'main')
+    await hostGit(ws, 'symbolic-ref', 'HEAD', 'refs/heads/checked-out')
+    try {
+      const out = await inBranch(ws, 'feat/a', 'git push host HEAD:checked-out')
+      expect(out.exitCode).not.toBe(0)
+      expect(out.stderr).toMatch(/branch is currently checked out/)
+      expect(await hostGit(ws, 'rev-parse', 'checked-out')).toBe(before)
+    } finally {
+      await hostGit(ws, 'symbolic-ref', 'HEAD', 'refs/heads/main')
+    }
   })
 
   it('blocks force, delete and mirror pushes to host', async () => {

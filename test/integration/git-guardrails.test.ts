@@ -1,8 +1,9 @@
 /**
  * Issue 5 inside a real sandbox: the git wrapper is on every PATH, refuses
- * skipping hooks and rewriting history, and the workspace's .git/config and
- * hooks are read-only, while honest work (commits, branches, fast-forward
- * pushes) goes through.
+ * skipping hooks and rewriting history, and the host's .git/config and hooks
+ * are out of the agent's reach (it has a git directory of its own, whose
+ * pinned keys keep the hooks on), while honest work (commits, branches,
+ * fast-forward pushes) goes through.
  */
 import {chmodSync, readFileSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
@@ -35,7 +36,8 @@ afterAll(async () => {
   removeWorkspace(ws)
 })
 
-const head = async () => (await hostGit('rev-parse', 'main')).stdout.trim()
+/** The agent's main (its own git directory; the host's moves only through the gate). */
+const head = async () => (await sbx(ws, 'git', 'rev-parse', 'main')).stdout.trim()
 const remoteHead = async () => (await run('git', ['-c', 'safe.directory=*', '--git-dir', join(ws, 'remote.git'), 'rev-parse', 'main'])).stdout.trim()
 
 describe('git guardrails in the sandbox', () => {
@@ -59,29 +61,33 @@ describe('git guardrails in the sandbox', () => {
     expect(await head()).toBe(before)
   })
 
-  it('keeps .git/config and the hooks read-only, with a message that says how to change them', async () => {
+  it('keeps the host .git/config and hooks out of reach; the sandbox\'s own config cannot turn the hooks off', async () => {
     const configBefore = readFileSync(join(ws, '.git', 'config'), 'utf8')
     const attempts = [
-      'git config core.hooksPath /tmp/hooks',
-      'git config --local core.fsmonitor "touch /tmp/x"',
+      '/usr/bin/git config core.hooksPath /tmp/hooks',
+      '/usr/bin/git config --local core.fsmonitor "touch /tmp/x"',
       '/usr/bin/git config core.pager "sh -c id"',
-      'echo "[core]\\n\\tfsmonitor = evil" >> .git/config',
-      'cp .git/config /tmp/c && mv /tmp/c .git/config',
+      'printf "[core]\\n\\thooksPath = /tmp/hooks\\n" >> .git/config',
       'echo "exit 0" > .git/hooks/pre-commit',
-      'rm .git/hooks/pre-commit',
-      'mkdir -p .git/hooks2 && mv .git/hooks .git/hooks-old',
+      'echo x >> .git/config.worktree',
+      'cp .git/config /tmp/c && mv -f /tmp/c .git/config.worktree',
+      'echo "exit 0" > /host-git/hooks/pre-commit',
+      'echo x >> /host-git/config',
     ]
-    for (const attempt of attempts) {
-      const r = await sbx(ws, 'sh', '-c', attempt)
-      expect(r.exitCode, attempt).not.toBe(0)
-    }
+    for (const attempt of attempts) await sbx(ws, 'sh', '-c', attempt)
     expect(readFileSync(join(ws, '.git', 'config'), 'utf8')).toBe(configBefore)
     expect(readFileSync(join(ws, '.git', 'hooks', 'pre-commit'), 'utf8')).toBe(hook)
-    const hint = await sbx(ws, 'git', 'config', 'user.name', 'x')
-    expect(hint.exitCode).toBe(1)
-    expect(hint.stderr.trim()).toMatch(/^agent-sandbox: this repository's config is read-only in the sandbox .*on the host\.$/)
-    const global = await sbx(ws, 'git', 'config', '--global', 'user.name', 'Sandbox User')
-    expect(global.exitCode, global.stderr).toBe(0)
+    // The pinned keys still win, so the repository's hook still runs.
+    const hooked = await sbx(ws, 'git', 'commit', '--allow-empty', '-m', 'the hook still runs')
+    expect(hooked.exitCode).not.toBe(0)
+    expect(hooked.stderr).toContain('pre-commit: lint failed')
+    const pinned = await sbx(ws, 'sh', '-c', '/usr/bin/git config core.hooksPath; /usr/bin/git config core.fsmonitor')
+    expect(pinned.stdout.split('\n')).toEqual(['/host-git/hooks', 'false', ''])
+    // Everyday settings are the agent's own.
+    const name = await sbx(ws, 'git', 'config', 'user.name', 'Sandbox User')
+    expect(name.exitCode, name.stderr).toBe(0)
+    expect((await sbx(ws, 'git', 'config', 'user.name')).stdout.trim()).toBe('Sandbox User')
+    expect(readFileSync(join(ws, '.git', 'config'), 'utf8')).toBe(configBefore)
   })
 
   it('lets honest work through: commits, branches, fast-forward pushes, tags', async () => {

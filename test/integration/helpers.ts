@@ -101,14 +101,17 @@ export async function makeWorkspace(name = 'ws', options: WorkspaceOptions = {})
 
 /** Remove every container, volume and image that belongs to a workspace under `root`. */
 export async function cleanupUnder(root: string = TEST_ROOT): Promise<void> {
-  const ps = await docker('ps', '-a', '--filter', 'label=dev.agent-sandbox.managed=true', '--format', '{{.ID}}\t{{.Label "dev.agent-sandbox.workspace"}}')
-  const ids = ps.stdout
+  const ps = await docker('ps', '-a', '--filter', 'label=dev.agent-sandbox.managed=true', '--format', '{{.ID}}\t{{.Label "dev.agent-sandbox.workspace"}}\t{{.Label "dev.agent-sandbox.kind"}}')
+  const rows = ps.stdout
     .split('\n')
     .filter(Boolean)
     .map((line) => line.split('\t'))
     .filter(([, ws]) => ws?.startsWith(root))
-    .map(([id]) => id)
-  if (ids.length) await docker('rm', '-f', ...ids)
+  // Gates first: Podman keeps a container that another one's network depends on.
+  const gates = rows.filter(([, , kind]) => kind === 'gate').map(([id]) => id)
+  const others = rows.filter(([, , kind]) => kind !== 'gate').map(([id]) => id)
+  if (gates.length) await docker('rm', '-f', ...gates)
+  if (others.length) await docker('rm', '-f', ...others)
   const vols = await docker('volume', 'ls', '--filter', 'label=dev.agent-sandbox.managed=true', '--format', '{{.Name}}\t{{.Label "dev.agent-sandbox.workspace"}}')
   const names = vols.stdout
     .split('\n')

@@ -130,11 +130,11 @@ describe('start and exec', () => {
 
   it('protected paths refuse writes from inside, including ones absent at start', async () => {
     const attempts = [
-      'touch .git/hooks/pre-commit',
-      'rm -rf .git/hooks',
-      'mv .git/hooks .git/hooks-moved',
-      'echo x > .git/config',
-      'rm -f .git/config',
+      'touch /host-git/hooks/pre-commit',
+      'rm -rf /host-git/hooks',
+      'echo x > /host-git/config',
+      'rm -rf .git',
+      'mv .git .git-moved',
       'touch .husky/pre-commit',
       'rmdir .husky',
       'echo "{}" > .agent-sandbox/config.json',
@@ -215,8 +215,8 @@ describe('several workspaces', () => {
     const [r1, r2] = await Promise.all([cli(['start', ws, '--json']), cli(['start', ws, '--json'])])
     expect(r1.exitCode, r1.stderr).toBe(0)
     expect(r2.exitCode, r2.stderr).toBe(0)
-    const ps = await docker('ps', '-a', '--filter', `label=dev.agent-sandbox.workspace=${ws}`, '--format', '{{.Names}}')
-    expect(ps.stdout.trim().split('\n')).toHaveLength(1)
+    const ps = await docker('ps', '-a', '--filter', `label=dev.agent-sandbox.workspace=${ws}`, '--format', '{{.Label "dev.agent-sandbox.kind"}}')
+    expect(ps.stdout.trim().split('\n').sort()).toEqual(['gate', 'sandbox'])
     expect([JSON.parse(r1.stdout).action, JSON.parse(r2.stdout).action].sort()).toEqual(['created', 'running'])
   })
 
@@ -235,8 +235,8 @@ describe('several workspaces', () => {
     const again = await cli(['start', ws, '--json'])
     expect(again.exitCode, again.stderr).toBe(0)
     expect((await sbx(ws, 'true')).exitCode).toBe(0)
-    const ps = await docker('ps', '-a', '--filter', `label=dev.agent-sandbox.workspace=${ws}`, '--format', '{{.Names}}')
-    expect(ps.stdout.trim().split('\n')).toHaveLength(1)
+    const ps = await docker('ps', '-a', '--filter', `label=dev.agent-sandbox.workspace=${ws}`, '--format', '{{.Label "dev.agent-sandbox.kind"}}')
+    expect(ps.stdout.trim().split('\n').sort()).toEqual(['gate', 'sandbox'])
   })
 })
 
