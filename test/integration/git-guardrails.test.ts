@@ -82,7 +82,7 @@ describe('git guardrails in the sandbox', () => {
     expect(hooked.exitCode).not.toBe(0)
     expect(hooked.stderr).toContain('pre-commit: lint failed')
     const pinned = await sbx(ws, 'sh', '-c', '/usr/bin/git config core.hooksPath; /usr/bin/git config core.fsmonitor')
-    expect(pinned.stdout.split('\n')).toEqual(['/host-git/hooks', 'false', ''])
+    expect(pinned.stdout.split('\n')).toEqual(['/host-git/hooks', 'false'])
     // Everyday settings are the agent's own.
     const name = await sbx(ws, 'git', 'config', 'user.name', 'Sandbox User')
     expect(name.exitCode, name.stderr).toBe(0)
