@@ -222,6 +222,25 @@ describe('everyday git inside, and the gate', () => {
     expect(ps.stdout).not.toContain('git daemon')
   })
 
+  it('doctor checks the host .git, the pinned config and the gate, and fails while the gate is down', async () => {
+    const name = JSON.parse((await cli(['list', '--json'])).stdout).find((s: {path: string; branch: string}) => s.path === ws && !s.branch).name
+    const status = (report: any, check: string) => report.checks.find((c: any) => c.name === check)?.status
+    const ok = await cli(['doctor', ws, '--json'])
+    const report = JSON.parse(ok.stdout)
+    for (const check of ['host-git-config', 'host-git-hooks', 'git-pinned-config', 'git-pinned-replace', 'git-pinned-keys', 'git-gate']) {
+      expect(status(report, check), `${check}: ${JSON.stringify(report.checks.find((c: any) => c.name === check))}`).toBe('pass')
+    }
+    expect(ok.exitCode, ok.stderr).toBe(0)
+    expect((await docker('stop', '-t', '1', `${name}-gate`)).exitCode).toBe(0)
+    const down = await cli(['doctor', ws, '--json'])
+    expect(down.exitCode).toBe(1)
+    expect(status(JSON.parse(down.stdout), 'git-gate')).toBe('fail')
+    // start brings a stopped gate back.
+    expect((await cli(['start', ws])).exitCode).toBe(0)
+    expect(JSON.parse((await docker('container', 'inspect', `${name}-gate`)).stdout)[0].State.Running).toBe(true)
+    expect((await cli(['doctor', ws])).exitCode).toBe(0)
+  })
+
   it('an older sandbox still running (no git label) keeps working, and start says in one line what to run', async () => {
     const name = JSON.parse((await cli(['list', '--json'])).stdout).find((s: {path: string; branch: string}) => s.path === ws && !s.branch).name
     const image = JSON.parse((await docker('container', 'inspect', name)).stdout)[0].Config.Image
