@@ -4,8 +4,9 @@
 # Needs a running engine and agent-sandbox-base:latest for the integration
 # suite (scripts/setup-engine.sh and `agent-sandbox build-base` provide them;
 # the integration global set-up builds the base image itself if it is missing).
-# Prints one total line at the end: "N passed, N failed". Exits non-zero if any
-# test failed or a suite could not run.
+# Prints one total line at the end: "N passed, N failed, N skipped" (a skipped
+# test never counts as passed; nothing here skips on purpose). Exits non-zero if
+# any test failed or a suite could not run.
 # Podman: the lifecycle, run, bad-input, branch, git-guardrails and host-git suites also run against Podman's API socket
 # when AGENT_SANDBOX_TEST_PODMAN=1 (CI sets it after scripts/setup-engine.sh --podman);
 # otherwise a line says that suite was not requested.
@@ -22,6 +23,7 @@ suites=("$@")
 
 passed=0
 failed=0
+skipped=0
 broken=0
 
 count_vitest() {
@@ -30,12 +32,12 @@ count_vitest() {
     broken=$((broken + 1))
     return
   fi
-  local p f
-  p=$(node -e 'const r=require(process.argv[1]);console.log(r.numPassedTests)' "$file")
-  f=$(node -e 'const r=require(process.argv[1]);console.log(r.numFailedTests + (r.numTotalTestSuites && r.testResults.filter(t=>t.status==="failed"&&t.assertionResults.length===0).length))' "$file")
+  local p f s
+  read -r p f s < <(node -e 'const r=require(process.argv[1]);console.log(r.numPassedTests, r.numFailedTests + (r.numTotalTestSuites && r.testResults.filter(t=>t.status==="failed"&&t.assertionResults.length===0).length), r.numPendingTests + r.numTodoTests)' "$file")
   passed=$((passed + p))
   failed=$((failed + f))
-  printf 'suite %s: %s passed, %s failed\n' "$2" "$p" "$f"
+  skipped=$((skipped + s))
+  printf 'suite %s: %s passed, %s failed, %s skipped\n' "$2" "$p" "$f" "$s"
 }
 
 for suite in "${suites[@]}"; do
@@ -54,11 +56,13 @@ for suite in "${suites[@]}"; do
       printf '\n=== bats tests ===\n'
       node_modules/bats/bin/bats --recursive --formatter tap test/bats | tee "$out/bats.tap"
       rc=${PIPESTATUS[0]}
-      p=$(grep -c '^ok ' "$out/bats.tap")
+      s=$(grep -c '^ok .* # skip' "$out/bats.tap")
+      p=$(($(grep -c '^ok ' "$out/bats.tap") - s))
       f=$(grep -c '^not ok ' "$out/bats.tap")
       passed=$((passed + p))
       failed=$((failed + f))
-      printf 'suite bats: %s passed, %s failed\n' "$p" "$f"
+      skipped=$((skipped + s))
+      printf 'suite bats: %s passed, %s failed, %s skipped\n' "$p" "$f" "$s"
       if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then broken=$((broken + 1)); fi
       ;;
     podman)
@@ -94,5 +98,5 @@ for suite in "${suites[@]}"; do
 done
 
 [ "$broken" -eq 0 ] || echo "test-all: $broken suite(s) did not run to completion" >&2
-printf '%d passed, %d failed\n' "$passed" "$((failed + broken))"
+printf '%d passed, %d failed, %d skipped\n' "$passed" "$((failed + broken))" "$skipped"
 [ "$failed" -eq 0 ] && [ "$broken" -eq 0 ]

@@ -1,13 +1,16 @@
 /**
  * Masks secret values in streamed output. A secret may be split across two
- * chunks, so up to (longest secret - 1) bytes are held back until the next
- * chunk or the end.
+ * chunks, so up to (longest secret - 1) characters are held back until the
+ * next chunk or the end. Bytes are decoded as one UTF-8 stream, so a character
+ * split between two chunks is not garbled.
  */
+import {StringDecoder} from 'node:string_decoder'
 import {redact} from './output.js'
 
 export class StreamRedactor {
   private pending = ''
   private readonly hold: number
+  private readonly decoder = new StringDecoder('utf8')
 
   constructor(
     private readonly secrets: readonly string[],
@@ -17,15 +20,20 @@ export class StreamRedactor {
   }
 
   push(chunk: Buffer | string): void {
-    if (this.secrets.length === 0) return this.write(chunk.toString())
-    const text = redact(this.pending + chunk.toString(), this.secrets)
+    const decoded = typeof chunk === 'string' ? chunk : this.decoder.write(chunk)
+    if (this.secrets.length === 0) {
+      if (decoded) this.write(decoded)
+      return
+    }
+    const text = redact(this.pending + decoded, this.secrets)
     const cut = Math.max(0, text.length - this.hold)
     this.pending = text.slice(cut)
     if (cut > 0) this.write(text.slice(0, cut))
   }
 
   end(): void {
-    if (this.pending) this.write(redact(this.pending, this.secrets))
+    const rest = this.pending + this.decoder.end()
+    if (rest) this.write(this.secrets.length ? redact(rest, this.secrets) : rest)
     this.pending = ''
   }
 }

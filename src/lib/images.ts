@@ -140,6 +140,8 @@ export async function buildBase(engine: Engine, options: BuildBaseOptions): Prom
     throw new UsageError(`invalid git-delta version: ${JSON.stringify(options.gitDeltaVersion)}`, {hint: 'use "debian" (Debian\'s package) or a release such as 0.18.2'})
   }
   const certs = readCaCerts(options.caCertPaths)
+  // The engine first: with none, say so (exit 3) before asking npm for anything.
+  await engine.ping()
   const versions = await reporter.step('Resolving tool versions', () => resolveVersions(options.versions, options.registry ?? npmRegistry))
   reporter.info(`claude-code ${versions.claudeCode}, codex ${versions.codex}, ast-grep ${versions.astGrep}, git-delta ${options.gitDeltaVersion}`)
   const context = mkdtempSync(join(tmpdir(), 'agent-sandbox-base-'))

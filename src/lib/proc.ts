@@ -6,6 +6,7 @@
  * SIGHUP, are ended with it.
  */
 import {spawn, type ChildProcess, type StdioOptions} from 'node:child_process'
+import {constants} from 'node:os'
 import {CommandFailedError} from './errors.js'
 
 export interface RunOptions {
@@ -130,7 +131,7 @@ export async function run(command: string, args: readonly string[], options: Run
     })
   }
   const out: RunResult = {
-    exitCode: result.code ?? (result.signal ? 128 : 1),
+    exitCode: result.code ?? (result.signal ? signalExitCode(result.signal) : 1),
     stdout: result.stdout,
     stderr: result.stderr,
     signal: result.signal ?? undefined,
@@ -139,4 +140,9 @@ export async function run(command: string, args: readonly string[], options: Run
     throw new CommandFailedError([command, ...args.slice(0, 2)].join(' '), out.exitCode, out.stderr || out.stdout)
   }
   return out
+}
+
+/** A shell's exit code for a child killed by SIGNAL: 128 + its number (SIGKILL: 137). */
+export function signalExitCode(signal: NodeJS.Signals): number {
+  return 128 + (constants.signals[signal] ?? 0)
 }

@@ -512,7 +512,7 @@ find $AGENT_SANDBOX_USER_HOME/.claude $AGENT_SANDBOX_USER_HOME/.codex -mindepth 
 }
 
 @test "is shellcheck-clean" {
-  command -v shellcheck > /dev/null || skip "shellcheck not installed"
+  command -v shellcheck > /dev/null || fail "shellcheck is not installed: scripts/setup-engine.sh installs it"
   run shellcheck "$ROOT/base-image/entrypoint.sh"
   assert_success
 }

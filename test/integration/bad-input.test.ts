@@ -87,6 +87,11 @@ describe('the engine', () => {
     const bad = await cli(['list'], {env: {DOCKER_HOST: 'ftp://nowhere'}})
     expect(bad.exitCode).toBe(2)
     expect(oneLine(bad.stderr)).toContain('DOCKER_HOST is not a valid engine address')
+    // build-base says so before it asks npm for versions (it used to fail with exit 5 and a tar error).
+    const base = await cli(['build-base', '--tag', 'no-engine'], {env: {DOCKER_HOST: 'unix:///tmp/agent-sandbox-it-no.sock'}})
+    expect(base.exitCode).toBe(3)
+    expect(oneLine(base.stderr)).toContain('no container engine socket at /tmp/agent-sandbox-it-no.sock')
+    expect(base.stderr).not.toContain('Resolving tool versions')
   })
 
   it('reports a missing image with the command that builds it, and creates nothing', async () => {

@@ -51,10 +51,10 @@ describe('run', () => {
     expect((error as CommandFailedError).hint).toMatch(/install agent-sandbox-no-such-binary/)
   })
 
-  it('kills the child at the timeout and reports the signal (exit 128)', async () => {
+  it('kills the child at the timeout and reports the signal (exit 128 + 15)', async () => {
     const r = await run('sleep', ['30'], {timeoutMs: 200, allowFailure: true})
     expect(r.signal).toBe('SIGTERM')
-    expect(r.exitCode).toBe(128)
+    expect(r.exitCode).toBe(143)
   })
 
   it('kills with SIGKILL a child that ignores SIGTERM', async () => {
@@ -77,5 +77,14 @@ describe('run', () => {
     } finally {
       process.stderr.write = write
     }
+  })
+})
+
+describe('a child killed by a signal', () => {
+  it('exits 128 + the signal number, as a shell reports it (SIGKILL: 137, SIGTERM: 143)', async () => {
+    const killed = await run('sh', ['-c', 'kill -KILL $$'], {allowFailure: true})
+    expect(killed).toMatchObject({exitCode: 137, signal: 'SIGKILL'})
+    const termed = await run('sh', ['-c', 'kill -TERM $$'], {allowFailure: true})
+    expect(termed).toMatchObject({exitCode: 143, signal: 'SIGTERM'})
   })
 })
