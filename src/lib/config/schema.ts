@@ -14,6 +14,16 @@ const port = z
   .regex(/^((\d{1,3}(\.\d{1,3}){3}|\[[0-9a-fA-F:]+\]):\d{1,5}:\d{1,5}|(\d{1,5}:)?\d{1,5})(\/(tcp|udp))?$/, 'must look like 3000, 8080:3000 or 127.0.0.1:8080:3000')
 const size = z.string().regex(/^\d+(\.\d+)?[bkmgBKMG]?$/, 'must be a size such as 512m or 4g')
 
+const branchName = z
+  .string()
+  .min(1)
+  .regex(/^(?!-)(?!.*\.\.)[^\s~^:?*[\\]+$/, 'must be a branch name such as main or release/1.x')
+/** A user's own tree, pre-approved (`~/src/mine/*`): `*` matches within one path component, `**` across them. */
+const trustedPath = z
+  .string()
+  .min(1)
+  .refine((p) => p.startsWith('/') || p.startsWith('~/'), 'must be an absolute path or start with ~/')
+
 export const NetworkMode = z.enum(['firewall', 'none', 'open'])
 export type NetworkMode = z.infer<typeof NetworkMode>
 
@@ -61,6 +71,10 @@ export const ConfigFileSchema = z
     sharedAgentConfig: z.boolean().optional(),
     selinuxRelabel: z.enum(['auto', 'on', 'off']).optional(),
     github: GithubSchema.optional(),
+    protectHookConfig: z.boolean().optional(),
+    protectedBranches: z.array(branchName).optional(),
+    /** Only read from the user's own config file (load.ts refuses it elsewhere). */
+    trustedPaths: z.array(trustedPath).optional(),
   })
   .strict()
 
