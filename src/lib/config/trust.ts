@@ -386,8 +386,8 @@ export function unifiedDiff(before: string, after: string, fromLabel: string, to
   const ops: Array<{op: ' ' | '-' | '+'; line: string; ai: number; bi: number}> = []
   for (let i = 0, j = 0; i < a.length || j < b.length; ) {
     if (i < a.length && j < b.length && a[i] === b[j]) ops.push({op: ' ', line: a[i++], ai: i, bi: ++j})
-    else if (j < b.length && (i === a.length || lcs[i][j + 1] >= lcs[i + 1][j])) ops.push({op: '+', line: b[j++], ai: 0, bi: j})
-    else ops.push({op: '-', line: a[i++], ai: i, bi: 0})
+    else if (i < a.length && (j === b.length || lcs[i + 1][j] >= lcs[i][j + 1])) ops.push({op: '-', line: a[i++], ai: i, bi: 0})
+    else ops.push({op: '+', line: b[j++], ai: 0, bi: j})
   }
   const changed = ops.flatMap((o, k) => (o.op === ' ' ? [] : [k]))
   const out = [`--- ${fromLabel}`, `+++ ${toLabel}`]
