@@ -7,7 +7,7 @@ import {writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {SandboxManager} from '../../src/index.js'
-import {cleanupUnder, cli, docker, initWorkspace, makeWorkspace, removeWorkspace, TEST_ROOT} from './helpers.js'
+import {cleanupUnder, cli, docker, initWorkspace, makeWorkspace, removeWorkspace, TEST_ROOT, trustWorkspace} from './helpers.js'
 
 const created: string[] = []
 let ws: string
@@ -28,6 +28,8 @@ beforeAll(async () => {
   const t = await docker('run', '-d', '--name', target, '--network', netName, '--entrypoint', 'node', 'agent-sandbox-base:latest', '-e', "require('http').createServer((q,r)=>r.end('target-ok')).listen(8080)")
   expect(t.exitCode, t.stderr).toBe(0)
   writeFileSync(join(ws, '.agent-sandbox', 'config.json'), JSON.stringify({dockerNetwork: netName, allowDomains: [target]}))
+  // The test's own widening settings: approved, as their user would (issue 16).
+  await trustWorkspace(ws)
 })
 
 afterAll(async () => {
@@ -100,11 +102,13 @@ describe('run', () => {
     expect(r.stdout).toContain('value-matches')
     expect(r.stdout + r.stderr).not.toContain(secret)
     writeFileSync(join(ws, '.agent-sandbox', 'config.json'), JSON.stringify({dockerNetwork: netName, allowDomains: [target], secretEnv: ['RUN_IT_TOKEN']}))
+    await trustWorkspace(ws)
     const shown = await cli(['show-run', ws], {env})
     expect(shown.exitCode).toBe(0)
     expect(shown.stdout).toContain('--env RUN_IT_TOKEN ')
     expect(shown.stdout).not.toContain(secret)
     writeFileSync(join(ws, '.agent-sandbox', 'config.json'), JSON.stringify({dockerNetwork: netName, allowDomains: [target]}))
+    await trustWorkspace(ws)
     const unset = await cli(['run', ws, '--env', 'NOT_SET_ANYWHERE_X', '--', 'true'])
     expect(unset.exitCode).toBe(2)
   })
