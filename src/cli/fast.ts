@@ -46,15 +46,15 @@ const path = ['path'] as const
 export const FAST_COMMANDS: Record<'build' | 'checkout' | 'exec' | 'list' | 'run' | 'shell', FastCommand> = {
   build: {flags: {'base-tag': text, engine, json: flag, 'no-cache': flag}, args: path, required: 0, command: false},
   checkout: {flags: {'base-tag': text, engine, json: flag}, args: ['branch', 'path'], required: 1, command: false},
-  exec: {flags: {branch: text, engine, network}, args: path, required: 0, command: true},
+  exec: {flags: {'allow-host-network': flag, branch: text, engine, network}, args: path, required: 0, command: true},
   list: {flags: {engine, json: flag}, args: [], required: 0, command: false},
   run: {
-    flags: {branch: text, cpus: text, engine, env: {kind: 'string', multiple: true}, keep: flag, memory: text, network, 'pids-limit': {kind: 'integer', min: 16}, timeout: text},
+    flags: {'allow-host-network': flag, branch: text, cpus: text, engine, env: {kind: 'string', multiple: true}, keep: flag, memory: text, network, 'pids-limit': {kind: 'integer', min: 16}, timeout: text},
     args: path,
     required: 0,
     command: true,
   },
-  shell: {flags: {'base-tag': text, branch: text, build: flag, engine, network}, args: path, required: 0, command: false},
+  shell: {flags: {'allow-host-network': flag, 'base-tag': text, branch: text, build: flag, engine, network}, args: path, required: 0, command: false},
 }
 
 export type FastCommandName = keyof typeof FAST_COMMANDS
@@ -141,6 +141,7 @@ async function run({name, args, flags, command}: FastInvocation, secrets: string
   if (name === 'run') {
     const {runOneShot} = await import('./one-shot.js')
     const oneShot = {
+      'allow-host-network': flags['allow-host-network'] === true,
       branch: str('branch'),
       cpus: str('cpus'),
       env: flags.env as string[] | undefined,
@@ -170,7 +171,7 @@ async function run({name, args, flags, command}: FastInvocation, secrets: string
   }
   const {execInSandbox} = await import('../lib/session.js')
   const ctx = {engine: await connectEngine({engine: str('engine')}), reporter}
-  const options = {branch: str('branch'), network: str('network') as NetworkMode | undefined}
+  const options = {branch: str('branch'), network: str('network') as NetworkMode | undefined, allowHostNetwork: flags['allow-host-network'] === true}
   if (name === 'exec') return execInSandbox(ctx, ws, command, {...options, interactive: false})
   return execInSandbox(ctx, ws, ['bash', '-l'], {...options, baseTag: str('base-tag'), build: flags.build === true, interactive: true})
 }

@@ -12,6 +12,10 @@ export const networkFlag = Flags.string({
   options: ['firewall', 'none', 'open'],
 })
 
+export const allowHostNetworkFlag = Flags.boolean({
+  description: 'allow dockerNetwork "host" from the settings (only with --network open: the sandbox then shares the host\'s network, unfiltered)',
+})
+
 /** Resource limits, for `start` and `run` (defaults from config `limits`). */
 export const limitFlags = {
   cpus: Flags.string({description: 'CPU limit, e.g. 1.5 (config limits.cpus)'}),

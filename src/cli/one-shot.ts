@@ -16,6 +16,7 @@ import {limitsFrom} from './limits.js'
 import {StreamRedactor} from './redact-stream.js'
 
 export interface OneShotFlags {
+  'allow-host-network'?: boolean
   branch?: string
   cpus?: string
   env?: string[]
@@ -68,6 +69,7 @@ export async function runOneShot(path: string | undefined, command: string[], fl
     envNames: flags.env,
     timeoutMs,
     keep: flags.keep,
+    allowHostNetwork: flags['allow-host-network'],
     onCreated: ({secrets}) => {
       io.secrets.push(...secrets)
       out = new StreamRedactor(secrets, (t) => process.stdout.write(t))

@@ -3,12 +3,12 @@ import {BaseCommand} from '../cli/base.js'
 import {pathArg} from '../cli/flags.js'
 import {loadSettings} from '../lib/config/load.js'
 import {looksSecret} from '../lib/spec.js'
-import {resolveWorkspace} from '../lib/workspace.js'
+import {quoteArg, resolveWorkspace} from '../lib/workspace.js'
 
 export default class Config extends BaseCommand {
   static override summary = 'Print the effective settings and where each value came from.'
   static override description =
-    'Layers, highest first: flags, AGENT_SANDBOX_* environment variables, .agent-sandbox/config.json, ~/.config/agent-sandbox/config.json, defaults.'
+    'Layers, highest first: flags, AGENT_SANDBOX_* environment variables, .agent-sandbox/config.json, ~/.config/agent-sandbox/config.json, defaults. A workspace file\'s values are marked trusted or untrusted; a setting that widens the sandbox from an untrusted file is shown as refused (commands that would apply it exit 2 until `agent-sandbox trust`).'
   static override examples = ['<%= config.bin %> config', '<%= config.bin %> config ~/src/app --json']
   static override args = {path: pathArg}
   static override flags = {json: Flags.boolean({description: 'print as JSON'})}
@@ -16,15 +16,22 @@ export default class Config extends BaseCommand {
   async run(): Promise<void> {
     const {args, flags} = await this.parse(Config)
     const ws = resolveWorkspace(args.path)
-    const loaded = loadSettings({workspacePath: ws.path})
+    // Report, never refuse: this is where the user sees what an untrusted file would change.
+    const loaded = loadSettings({workspacePath: ws.path, untrusted: 'report'})
+    const trust = loaded.workspaceTrust
     const settings = {
       ...loaded.settings,
       env: Object.fromEntries(Object.entries(loaded.settings.env).map(([k, v]) => [k, looksSecret(k) ? '***' : v])),
     }
-    if (flags.json) return this.outJson({settings, sources: loaded.sources, files: loaded.files})
+    const workspaceTrust = trust && {state: trust.state, via: trust.via, changed: trust.changed, refused: trust.refused}
+    if (flags.json) return this.outJson({settings, sources: loaded.sources, files: loaded.files, workspaceTrust})
     for (const [key, value] of Object.entries(settings)) {
       this.out(`${key.padEnd(18)} ${JSON.stringify(value)}  (${loaded.sources[key as keyof typeof loaded.sources].join(', ')})`)
     }
-    this.out(`\nworkspace config: ${loaded.files.workspace}\nuser config:      ${loaded.files.user}`)
+    this.out(`\nworkspace config: ${loaded.files.workspace}${trust ? ` (${trust.state}${trust.via === 'trustedPaths' ? ', by trustedPaths' : ''})` : ''}\nuser config:      ${loaded.files.user}`)
+    if (trust?.refused.length) {
+      this.out(`\nrefused until you trust it (agent-sandbox trust ${quoteArg(ws.path)}):`)
+      for (const c of trust.refused) this.out(`  ${c.key}: ${c.summary}`)
+    }
   }
 }

@@ -1,5 +1,5 @@
 import {BaseCommand} from '../cli/base.js'
-import {branchFlag, networkFlag, pathArg} from '../cli/flags.js'
+import {allowHostNetworkFlag, branchFlag, networkFlag, pathArg} from '../cli/flags.js'
 import type {NetworkMode} from '../lib/config/schema.js'
 import {UsageError} from '../lib/errors.js'
 import {execInSandbox} from '../lib/session.js'
@@ -11,7 +11,7 @@ export default class Exec extends BaseCommand {
   static override examples = ['<%= config.bin %> exec -- npm test', "<%= config.bin %> exec ~/src/app -- sh -c 'echo $HOME'"]
   static override strict = false
   static override args = {path: pathArg}
-  static override flags = {branch: branchFlag, network: networkFlag}
+  static override flags = {'allow-host-network': allowHostNetworkFlag, branch: branchFlag, network: networkFlag}
 
   async run(): Promise<void> {
     const split = this.argv.indexOf('--')
@@ -24,6 +24,7 @@ export default class Exec extends BaseCommand {
     const code = await execInSandbox({engine, reporter: this.reporter}, ws, command, {
       branch: flags.branch,
       network: flags.network as NetworkMode | undefined,
+      allowHostNetwork: flags['allow-host-network'],
       interactive: false,
     })
     this.exit(code)

@@ -7,7 +7,7 @@ import {UsageError} from '../lib/errors.js'
 import {initFromClone, initWorkspace} from '../lib/init.js'
 import {parseRepoSlug} from '../lib/github/app.js'
 import {resolve} from 'node:path'
-import {resolveWorkspace} from '../lib/workspace.js'
+import {quoteArg, resolveWorkspace} from '../lib/workspace.js'
 
 export default class Init extends BaseCommand {
   static override summary = 'Create .agent-sandbox/ in a workspace and build its image.'
@@ -47,6 +47,11 @@ export default class Init extends BaseCommand {
     const {settings} = loadSettings({workspacePath: undefined, flags: flags['base-tag'] ? {baseTag: flags['base-tag']} : undefined})
     const engine = await this.engine(flags)
     const result = await initFromClone(engine, repo, target, {baseTag: settings.baseTag, github: settings.github, reporter: this.reporter})
-    this.out(`cloned ${repo} into ${result.path}; initialised ${result.dir}; image ${result.image}`)
+    if (!result.shipped) return this.out(`cloned ${repo} into ${result.path}; initialised ${result.dir}; image ${result.image}`)
+    const where = quoteArg(result.path)
+    for (const change of result.refused) this.reporter.warn(`the repository's config.json sets ${change.key} (${change.summary}): refused until you trust it`)
+    if (!result.image) this.reporter.warn(`the repository's .agent-sandbox/Dockerfile is not the template: not built until you trust it`)
+    if (!result.image || result.refused.length) this.reporter.warn(`review and approve it with: agent-sandbox trust ${where}${result.image ? '' : `, then: agent-sandbox build ${where}`}`)
+    this.out(`cloned ${repo} into ${result.path}; its own ${result.dir} is kept, untrusted${result.image ? `; image ${result.image}` : '; no image built'}`)
   }
 }

@@ -1,6 +1,6 @@
 import {Flags} from '@oclif/core'
 import {BaseCommand} from '../cli/base.js'
-import {branchFlag, limitFlags, networkFlag, pathArg} from '../cli/flags.js'
+import {allowHostNetworkFlag, branchFlag, limitFlags, networkFlag, pathArg} from '../cli/flags.js'
 import {noCommand, runOneShot} from '../cli/one-shot.js'
 import {ExitCode} from '../lib/errors.js'
 
@@ -15,6 +15,7 @@ export default class Run extends BaseCommand {
   static override strict = false
   static override args = {path: pathArg}
   static override flags = {
+    'allow-host-network': allowHostNetworkFlag,
     branch: branchFlag,
     ...limitFlags,
     // One name per --env (not greedy): `--env A ./repo` means the workspace ./repo, as on the fast path.

@@ -1,6 +1,6 @@
 import {Flags} from '@oclif/core'
 import {BaseCommand} from '../cli/base.js'
-import {baseTagFlag, branchFlag, networkFlag, pathArg} from '../cli/flags.js'
+import {allowHostNetworkFlag, baseTagFlag, branchFlag, networkFlag, pathArg} from '../cli/flags.js'
 import type {NetworkMode} from '../lib/config/schema.js'
 import {execInSandbox} from '../lib/session.js'
 import {resolveWorkspace} from '../lib/workspace.js'
@@ -10,6 +10,7 @@ export default class Shell extends BaseCommand {
   static override examples = ['<%= config.bin %>', '<%= config.bin %> shell ~/src/app', '<%= config.bin %> shell --branch feat']
   static override args = {path: pathArg}
   static override flags = {
+    'allow-host-network': allowHostNetworkFlag,
     'base-tag': baseTagFlag,
     branch: branchFlag,
     build: Flags.boolean({description: 'build the image if it is missing'}),
@@ -25,6 +26,7 @@ export default class Shell extends BaseCommand {
       baseTag: flags['base-tag'],
       build: flags.build,
       network: flags.network as NetworkMode | undefined,
+      allowHostNetwork: flags['allow-host-network'],
       interactive: true,
     })
     this.exit(code)

@@ -1,5 +1,5 @@
 import {BaseCommand} from '../cli/base.js'
-import {branchFlag, networkFlag, pathArg} from '../cli/flags.js'
+import {allowHostNetworkFlag, branchFlag, networkFlag, pathArg} from '../cli/flags.js'
 import type {NetworkMode} from '../lib/config/schema.js'
 import {EngineError} from '../lib/errors.js'
 import {engineTraits, prepareSandbox} from '../lib/sandbox.js'
@@ -13,12 +13,17 @@ export default class ShowRun extends BaseCommand {
     'Secret environment values are printed as references (`--env NAME`): export them before pasting. A sandbox with a repository is followed by its push gate, a second container in its network namespace.'
   static override examples = ['<%= config.bin %> show-run', '<%= config.bin %> show-run ~/src/app --branch feat']
   static override args = {path: pathArg}
-  static override flags = {branch: branchFlag, network: networkFlag}
+  static override flags = {'allow-host-network': allowHostNetworkFlag, branch: branchFlag, network: networkFlag}
 
   async run(): Promise<void> {
     const {args, flags} = await this.parse(ShowRun)
     const ws = resolveWorkspace(args.path)
-    const {spec, gate, placeholders} = await prepareSandbox(ws, {branch: flags.branch, network: flags.network as NetworkMode | undefined, ...(await this.traits(flags))})
+    const {spec, gate, placeholders} = await prepareSandbox(ws, {
+      branch: flags.branch,
+      network: flags.network as NetworkMode | undefined,
+      allowHostNetwork: flags['allow-host-network'],
+      ...(await this.traits(flags)),
+    })
     this.secrets.push(...secretValues(spec))
     this.out(toShellCommand(spec, placeholders.map((p) => ({path: posix.join(ws.path, p.relative), kind: p.kind})), gate ? [gate] : []))
   }

@@ -1,6 +1,6 @@
 import {Flags} from '@oclif/core'
 import {BaseCommand} from '../cli/base.js'
-import {baseTagFlag, branchFlag, limitFlags, networkFlag, pathArg} from '../cli/flags.js'
+import {allowHostNetworkFlag, baseTagFlag, branchFlag, limitFlags, networkFlag, pathArg} from '../cli/flags.js'
 import {limitsFrom} from '../cli/limits.js'
 import {startSandbox} from '../lib/sandbox.js'
 import {resolveWorkspace} from '../lib/workspace.js'
@@ -12,6 +12,7 @@ export default class Start extends BaseCommand {
   static override args = {path: pathArg}
   static override flags = {
     'allow-domain': Flags.string({description: 'also allow this domain (repeatable; *.example.com for subdomains)', multiple: true}),
+    'allow-host-network': allowHostNetworkFlag,
     'base-tag': baseTagFlag,
     branch: branchFlag,
     build: Flags.boolean({description: 'build the image if it is missing'}),
@@ -30,6 +31,7 @@ export default class Start extends BaseCommand {
       build: flags.build,
       network: flags.network as NetworkMode | undefined,
       allowDomains: flags['allow-domain'],
+      allowHostNetwork: flags['allow-host-network'],
       flags: limitsFrom(flags) ? {limits: limitsFrom(flags)} : undefined,
     })
     if (result.container.labels['dev.agent-sandbox.network'] === 'open') {

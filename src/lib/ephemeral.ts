@@ -31,6 +31,8 @@ export interface EphemeralOptions {
   env?: Record<string, string>
   allowDomains?: string[]
   cmd?: string[]
+  /** --allow-host-network (spec.ts checkDockerNetwork). */
+  allowHostNetwork?: boolean
 }
 
 export interface EphemeralContainer {
@@ -55,7 +57,7 @@ export async function createEphemeral(ctx: Context, ws: Workspace, options: Ephe
   const reporter = ctx.reporter ?? silentReporter
   requireInitialised(ws)
   if (options.branch !== undefined) {
-    await provisionBranch(ctx.engine, ws, options.branch, {baseTag: options.baseTag, reporter, env: ctx.env})
+    await provisionBranch(ctx.engine, ws, options.branch, {baseTag: options.baseTag, reporter, env: ctx.env, network: options.network, allowHostNetwork: options.allowHostNetwork})
   }
   const flags: ConfigFile = {}
   if (options.limits && Object.keys(options.limits).length) flags.limits = options.limits
@@ -73,6 +75,7 @@ export async function createEphemeral(ctx: Context, ws: Workspace, options: Ephe
       name,
       cmd: options.cmd,
       labels: {[Labels.kind]: options.kind},
+      allowHostNetwork: options.allowHostNetwork,
       ...(await engineTraits(ctx)),
     },
     ctx.env,

@@ -9,6 +9,7 @@ import {dirname, join, resolve} from 'node:path'
 import {baseImageDir} from './assets.js'
 import {ConfigFileSchema, DomainSchema, type NetworkMode} from './config/schema.js'
 import {parseConfigText, workspaceConfigPath} from './config/load.js'
+import {carryConfigApproval} from './config/trust.js'
 import type {ContainerInfo} from './engine/index.js'
 import {ConfigError, NotReadyError, SandboxError, UsageError} from './errors.js'
 import {quoteArg, requireInitialised, type Context} from './sandbox.js'
@@ -245,13 +246,19 @@ export async function allowDomains(ctx: Context, ws: Workspace, domains: string[
       if (already) result.alreadyAllowed.push(already[1])
     }
   }
-  if (planned) result.saved = writeSave(planned)
+  if (planned) {
+    result.saved = writeSave(planned)
+    // The user added these domains themselves: a file they had approved stays approved.
+    if (planned.added.length) carryConfigApproval(ws.path, planned.before, planned.text, ctx.env)
+  }
   return result
 }
 
 interface SavePlan {
   path: string
   text: string
+  /** The file as it was, for carrying its approval over (config/trust.ts). */
+  before?: string
   added: string[]
   existed: boolean
 }
@@ -274,7 +281,7 @@ function planSave(path: string, domains: string[]): SavePlan {
   if (!checked.success) {
     throw new ConfigError(`${path}: adding ${added.join(', ')} would make it invalid: ${checked.error.issues[0]?.message}`, {hint: 'fix the file by hand'})
   }
-  return {path, text: `${JSON.stringify(next, null, 2)}\n`, added, existed: text !== undefined}
+  return {path, text: `${JSON.stringify(next, null, 2)}\n`, before: text, added, existed: text !== undefined}
 }
 
 /** Replace the config file atomically (temp file + rename), keeping its owner and mode. */

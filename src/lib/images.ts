@@ -7,6 +7,7 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {baseImageDir} from './assets.js'
 import {loadSettings} from './config/load.js'
+import {assertBuildTrusted} from './config/trust.js'
 import {BUILD_KEY_LABEL, buildKey, externalImages, readBuildContext} from './build-key.js'
 import type {Engine} from './engine/index.js'
 import {BuildError, CommandFailedError, ImageMissingError, UsageError} from './errors.js'
@@ -187,6 +188,8 @@ export interface BuildRepoOptions {
   /** Build every step again, even when nothing has changed. */
   noCache?: boolean
   reporter?: Reporter
+  /** Where the trust store and the user config are found (default process.env). */
+  env?: NodeJS.ProcessEnv
 }
 
 /**
@@ -196,7 +199,8 @@ export interface BuildRepoOptions {
  */
 export function workspaceBaseTag(ws: Workspace, flag?: string): string {
   requireInitialised(ws)
-  return loadSettings({workspacePath: ws.path, flags: flag ? {baseTag: flag} : undefined}).settings.baseTag
+  // The base tag never widens anything: an untrusted file's other settings are for start to refuse.
+  return loadSettings({workspacePath: ws.path, flags: flag ? {baseTag: flag} : undefined, untrusted: 'report'}).settings.baseTag
 }
 
 export function repoDockerfileDir(ws: Workspace): string {
@@ -245,6 +249,8 @@ export async function buildRepoImage(engine: Engine, ws: Workspace, options: Bui
   if (!existsSync(join(dir, 'Dockerfile'))) {
     throw new ImageMissingError(`no .agent-sandbox/Dockerfile in ${ws.path}`, {hint: `run: agent-sandbox init ${JSON.stringify(ws.path)}`})
   }
+  // Its RUN steps run with an open network: only the template, or what the user approved.
+  assertBuildTrusted(ws.path, options.env)
   const baseId = await ensureBaseImage(engine, options.baseTag)
   const image = `${Names.image(ws)}:latest`
   const buildArgs = {BASE_IMAGE_TAG: options.baseTag}

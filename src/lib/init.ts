@@ -1,10 +1,16 @@
-/** `init`: create .agent-sandbox/ from the templates, then build the repo image. */
+/**
+ * `init`: create .agent-sandbox/ from the templates, record it as trusted (we
+ * wrote it), then build the repo image. `init --clone` never trusts an
+ * .agent-sandbox/ that came with the clone.
+ */
 import {cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {templatesDir} from './assets.js'
 import type {Engine} from './engine/index.js'
 import type {GithubSettings} from './config/schema.js'
 import {ConfigError, ConflictError} from './errors.js'
+import {recordTrust, renderRepoDockerfile, reviewWorkspace, revokeTrust, snapshotDir} from './config/trust.js'
+import type {ConfigChange} from './config/widening.js'
 import {cloneUrl, parseRepoSlug, resolveAppConfig} from './github/app.js'
 import {checkCloneTarget, cloneWithApp} from './github/clone.js'
 import {buildRepoImage, ensureBaseImage} from './images.js'
@@ -17,11 +23,11 @@ export interface InitOptions {
   force?: boolean
   baseTag: string
   reporter?: Reporter
+  /** Where the trust store is (default process.env). */
+  env?: NodeJS.ProcessEnv
 }
 
-export function renderRepoDockerfile(template: string, baseTag: string): string {
-  return template.replace(/^ARG BASE_IMAGE_TAG=.*$/m, `ARG BASE_IMAGE_TAG=${baseTag}`)
-}
+export {renderRepoDockerfile} from './config/trust.js'
 
 /** The workspace's containers, found by label. */
 async function workspaceContainers(engine: Engine, ws: Workspace) {
@@ -49,11 +55,17 @@ export async function initWorkspace(engine: Engine, ws: Workspace, options: Init
     writeFileSync(join(dir, 'Dockerfile'), renderRepoDockerfile(readFileSync(join(templatesDir, 'Dockerfile'), 'utf8'), options.baseTag))
     cpSync(join(templatesDir, 'config.json'), join(dir, 'config.json'))
     for (const path of [dir, join(dir, 'Dockerfile'), join(dir, 'config.json')]) giveTo(path, ws)
-    const image = await buildRepoImage(engine, ws, {baseTag: options.baseTag, reporter})
+    recordTrust(ws.path, snapshotDir(ws.path), 'init', options.env)
+    const image = await buildRepoImage(engine, ws, {baseTag: options.baseTag, reporter, env: options.env})
     return {dir, image}
   } catch (error) {
-    // Nothing half-made: a failed init leaves no .agent-sandbox/ behind.
+    // Nothing half-made: a failed init leaves no .agent-sandbox/ behind, and no approval of it.
     rmSync(dir, {recursive: true, force: true})
+    try {
+      revokeTrust(ws.path, options.env)
+    } catch {
+      // the store cannot be read: nothing of ours is in it
+    }
     throw error
   }
 }
@@ -63,12 +75,23 @@ export async function initWorkspace(engine: Engine, ws: Workspace, options: Init
  * (github/clone.ts), then the normal init in the clone. Checks the base image
  * first; a failed init removes the clone it made, so nothing is half-made.
  */
+export interface CloneInitResult {
+  dir: string
+  path: string
+  /** The image, unless the clone's own Dockerfile awaits approval. */
+  image?: string
+  /** .agent-sandbox/ came with the clone: it is not trusted (nothing of it was approved). */
+  shipped: boolean
+  /** The shipped config's settings that will be refused until `agent-sandbox trust`. */
+  refused: ConfigChange[]
+}
+
 export async function initFromClone(
   engine: Engine,
   repo: string,
   target: string,
   options: InitOptions & {github: GithubSettings; env?: NodeJS.ProcessEnv},
-): Promise<{dir: string; image: string; path: string}> {
+): Promise<CloneInitResult> {
   const env = options.env ?? process.env
   const slug = parseRepoSlug(repo)
   const config = resolveAppConfig(options.github, env)
@@ -83,13 +106,18 @@ export async function initFromClone(
   await cloneWithApp(config, slug, target, {env})
   try {
     const ws = resolveWorkspace(target)
-    // A repository that already ships .agent-sandbox/ only needs its image built.
-    if (existsSync(join(ws.path, '.agent-sandbox', 'Dockerfile'))) {
-      const image = await buildRepoImage(engine, ws, {baseTag: options.baseTag, reporter: options.reporter})
-      return {dir: join(ws.path, '.agent-sandbox'), image, path: ws.path}
+    const dir = join(ws.path, '.agent-sandbox')
+    // A repository that ships .agent-sandbox/ keeps it, untrusted: it is the repository's input, not the user's.
+    if (existsSync(dir)) {
+      const review = reviewWorkspace(ws.path, env)
+      const refused = review.changes.filter((c) => c.widens)
+      // Only init's own template is built unasked (its steps are ours); anything else waits for `trust`.
+      if (review.assessment.build !== 'template') return {dir, path: ws.path, shipped: true, refused}
+      const image = await buildRepoImage(engine, ws, {baseTag: options.baseTag, reporter: options.reporter, env})
+      return {dir, image, path: ws.path, shipped: true, refused}
     }
-    const result = await initWorkspace(engine, ws, options)
-    return {...result, path: ws.path}
+    const result = await initWorkspace(engine, ws, {...options, env})
+    return {...result, path: ws.path, shipped: false, refused: []}
   } catch (error) {
     rmSync(target, {recursive: true, force: true})
     throw error

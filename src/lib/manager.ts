@@ -29,6 +29,8 @@ export interface CreateSandboxOptions {
   /** Host variables passed by reference into the sandbox. */
   envNames?: string[]
   allowDomains?: string[]
+  /** Allow dockerNetwork `host` (from the settings); only with network `open`. */
+  allowHostNetwork?: boolean
 }
 
 export interface ExecuteOptions {
@@ -89,6 +91,7 @@ export class SandboxManager {
       limits: options.limits,
       envNames: options.envNames,
       allowDomains: options.allowDomains,
+      allowHostNetwork: options.allowHostNetwork,
     })
     try {
       await engine.containers.start(created.id)

@@ -19,6 +19,7 @@ export interface RunOptions {
   envNames?: string[]
   timeoutMs?: number
   keep?: boolean
+  allowHostNetwork?: boolean
   onStdout?: (chunk: Buffer) => void
   onStderr?: (chunk: Buffer) => void
   /** Called once the container exists, with the values to mask in output. */
@@ -52,6 +53,7 @@ export async function runOnce(ctx: Context, ws: Workspace, options: RunOptions):
     limits: options.limits,
     envNames: options.envNames,
     cmd: options.command,
+    allowHostNetwork: options.allowHostNetwork,
   })
   options.onCreated?.({name: created.name, secrets: created.secrets})
   const {engine} = ctx

@@ -12,7 +12,7 @@ import {withLock} from './lock.js'
 import {provisionBranch} from './shelf.js'
 import {createPlaceholders, fsKindOf, planProtectedPaths} from './protected.js'
 import {silentReporter, type Reporter} from './reporter.js'
-import {buildGateSpec, buildSpec, SANDBOX_EXEC, STATE_DIR, toCreateOptions, type SandboxSpec} from './spec.js'
+import {buildGateSpec, buildSpec, checkDockerNetwork, SANDBOX_EXEC, STATE_DIR, toCreateOptions, type SandboxSpec} from './spec.js'
 import {Labels, Names, quoteArg, requireInitialised, sanitizeBranch, type Workspace} from './workspace.js'
 import {planGhapp, type GhappPlan} from './github/plan.js'
 import {ensureRefresher, provisionToken, removeAppToken} from './github/refresher.js'
@@ -38,6 +38,8 @@ export interface SandboxOptions {
   userns?: string
   /** The engine's host uses SELinux labels (Engine.selinux()). */
   selinux?: boolean
+  /** Allow dockerNetwork `host` (with network `open` only): --allow-host-network. */
+  allowHostNetwork?: boolean
 }
 
 export {isInitialised, quoteArg, requireInitialised} from './workspace.js'
@@ -56,6 +58,7 @@ export interface PreparedSandbox {
 /** Everything `start` would create, computed without touching the engine or the host. */
 export async function prepareSandbox(ws: Workspace, options: SandboxOptions, env: NodeJS.ProcessEnv = process.env): Promise<PreparedSandbox> {
   const {settings} = loadSettings({workspacePath: ws.path, flags: options.flags, env})
+  checkDockerNetwork(settings.dockerNetwork, options.network ?? settings.network, options.allowHostNetwork)
   const kindOf = fsKindOf(ws.path)
   const git = hostGitKind(ws, kindOf)
   const branchMode = options.branch !== undefined
@@ -111,6 +114,8 @@ export interface StartResult {
 export async function startSandbox(ctx: Context, ws: Workspace, options: SandboxOptions & {build?: boolean} = {}): Promise<StartResult> {
   const reporter = ctx.reporter ?? silentReporter
   requireInitialised(ws)
+  // Before anything else, even for a running sandbox: a workspace file that now widens it is refused, not ignored.
+  loadSettings({workspacePath: ws.path, flags: options.flags, env: ctx.env})
   if (ws.uid === 0) reporter.warn(`${ws.path} is owned by root: the sandbox user (uid 1000) may not be able to write to it`)
   const name = Names.container(ws, options.branch)
   const lockName = `${ws.hash}-${options.branch === undefined ? 'bind' : sanitizeBranch(options.branch)}`
@@ -128,7 +133,7 @@ export async function startSandbox(ctx: Context, ws: Workspace, options: Sandbox
         return {name, action: 'running' as const, container: existing}
       }
       if (options.branch !== undefined) {
-        await provisionBranch(ctx.engine, ws, options.branch, {baseTag: options.baseTag, reporter, env: ctx.env})
+        await provisionBranch(ctx.engine, ws, options.branch, {baseTag: options.baseTag, reporter, env: ctx.env, network: options.network, allowHostNetwork: options.allowHostNetwork})
       }
       const prepared = await prepareSandbox(ws, {...options, ...(await engineTraits(ctx))}, ctx.env)
       for (const s of prepared.skipped) reporter.warn(`protected path ${s.relative} not mounted: ${s.reason}`)

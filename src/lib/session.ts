@@ -17,6 +17,8 @@ export interface SessionOptions {
   baseTag?: string
   build?: boolean
   network?: NetworkMode
+  /** --allow-host-network, for a sandbox this session has to create. */
+  allowHostNetwork?: boolean
   interactive: boolean
 }
 

@@ -9,13 +9,14 @@ import {existsSync, statSync} from 'node:fs'
 import {isAbsolute, join, posix, relative} from 'node:path'
 import {randomBytes} from 'node:crypto'
 import {loadSettings} from './config/load.js'
+import type {NetworkMode} from './config/schema.js'
 import type {Engine} from './engine/index.js'
 import {ConflictError, SandboxError, UsageError} from './errors.js'
 import {ensureBaseImage} from './images.js'
 import {withLock} from './lock.js'
 import {run} from './proc.js'
 import {silentReporter, type Reporter} from './reporter.js'
-import {bindString, wantsRelabel, workspaceMountPath} from './spec.js'
+import {bindString, checkDockerNetwork, wantsRelabel, workspaceMountPath} from './spec.js'
 import {Labels, Names, sanitizeBranch, validateBranch, type Workspace} from './workspace.js'
 
 export interface HostRepoInfo {
@@ -163,6 +164,9 @@ function lastError(stderr: string): string {
 }
 
 export interface ProvisionOptions {
+  /** The sandbox's network mode and --allow-host-network, for the check of dockerNetwork (spec.ts). */
+  network?: NetworkMode
+  allowHostNetwork?: boolean
   baseTag?: string
   reporter?: Reporter
   env?: NodeJS.ProcessEnv
@@ -178,6 +182,7 @@ export async function provisionBranch(engine: Engine, ws: Workspace, branch: str
   await ensureBaseImage(engine, baseTag)
   const owner = shelfOwner(ws)
   const network = info.originUrl && !localOriginPath(info.originUrl) ? settings.dockerNetwork : 'none'
+  if (network !== 'none') checkDockerNetwork(network, options.network ?? settings.network, options.allowHostNetwork)
   const relabel = wantsRelabel(settings.selinuxRelabel, await engine.selinux())
   return withLock(
     `shelf-${ws.hash}`,

@@ -147,6 +147,31 @@ export function parsePort(text: string): PortSpec {
   return {hostIp, hostPort: parts[0], containerPort: parts[0], protocol}
 }
 
+/**
+ * The engine network a sandbox may join. `host` puts the sandbox in the
+ * host's network namespace (and, with the firewall, would hand NET_ADMIN over
+ * the host's own rules to the entrypoint): only with network `open` and an
+ * explicit --allow-host-network. `container:…` (another container's, e.g.
+ * another sandbox's, namespace) and Podman's `ns:…` are refused from any
+ * source. Pure.
+ */
+export function checkDockerNetwork(dockerNetwork: string, network: NetworkMode, allowHostNetwork = false): void {
+  if (dockerNetwork.includes(':')) {
+    throw new UsageError(`dockerNetwork ${JSON.stringify(dockerNetwork)} would join another container's or namespace's network: refused from any source`, {
+      hint: 'use an engine network name such as bridge, or one you created with docker network create',
+    })
+  }
+  if (dockerNetwork !== 'host' || (network === 'open' && allowHostNetwork)) return
+  if (network !== 'open') {
+    throw new UsageError(`dockerNetwork "host" is refused with network ${JSON.stringify(network)}: the sandbox would run in the host's network namespace`, {
+      hint: 'drop dockerNetwork "host"; to share the host network unfiltered, use --network open --allow-host-network',
+    })
+  }
+  throw new UsageError('dockerNetwork "host" shares the host\'s network with the sandbox: pass --allow-host-network to allow it', {
+    hint: 'or drop dockerNetwork "host" from the config',
+  })
+}
+
 /** `4g`, `512m`, `1024` (bytes) to bytes. */
 export function parseSize(text: string): number {
   const match = /^(\d+(?:\.\d+)?)([bkmg]?)$/i.exec(text.trim())

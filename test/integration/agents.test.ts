@@ -13,7 +13,7 @@ import {createHash, randomBytes} from 'node:crypto'
 import {mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
-import {cleanupUnder, cli, docker, initWorkspace, inspect, makeWorkspace, removeWorkspace, TEST_ROOT, TEST_UID, type Result} from './helpers.js'
+import {cleanupUnder, cli, docker, initWorkspace, inspect, makeWorkspace, removeWorkspace, type Result, TEST_ROOT, TEST_UID, trustWorkspace} from './helpers.js'
 
 const TOKEN = `agent-sandbox-it-token-${randomBytes(8).toString('hex')}`
 const BASE = 'agent-sandbox-base:latest'
@@ -69,6 +69,7 @@ async function privateWorkspace(name: string): Promise<string> {
   const configPath = join(path, '.agent-sandbox', 'config.json')
   const config = JSON.parse(readFileSync(configPath, 'utf8'))
   writeFileSync(configPath, JSON.stringify({...config, sharedAgentConfig: false, network: 'none'}, null, 2))
+  await trustWorkspace(path) // sharedAgentConfig from a workspace file applies only when trusted (issue 16)
   return path
 }
 

@@ -9,7 +9,7 @@ import {randomBytes, randomInt} from 'node:crypto'
 import {readFileSync, writeFileSync} from 'node:fs'
 import {dirname, join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
-import {cleanupUnder, cli, docker, initWorkspace, inspect, makeWorkspace, removeWorkspace, sbx, type Result} from './helpers.js'
+import {cleanupUnder, cli, docker, initWorkspace, inspect, makeWorkspace, removeWorkspace, type Result, sbx, trustWorkspace} from './helpers.js'
 
 const BASE = 'agent-sandbox-base:latest'
 /** Unique per run: names, labels and the networks' subnets. */
@@ -102,12 +102,15 @@ async function workspace(role: string, config: Record<string, unknown>, dockerfi
   if (dockerfileExtra) {
     await initWorkspace(path)
     writeFileSync(join(path, '.agent-sandbox', 'Dockerfile'), `${readFileSync(join(path, '.agent-sandbox', 'Dockerfile'), 'utf8')}\n${dockerfileExtra}\n`)
+    await trustWorkspace(path)
     must(await cli(['build', path]), `build ${role}`)
   } else {
     await initWorkspace(path)
   }
   // GitHub's published ranges are fetched from the internet by default: not from tests.
   writeFileSync(join(path, '.agent-sandbox', 'config.json'), `${JSON.stringify({...config, env: {AGENT_SANDBOX_GITHUB_META: '0'}}, null, 2)}\n`)
+  // The test's own settings (allowDomains, ports, …): approved, as their user would (issue 16).
+  await trustWorkspace(path)
   return path
 }
 

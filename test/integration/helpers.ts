@@ -18,6 +18,11 @@ export const ENTRY = join(REPO, 'bin', 'run.cjs')
  * runs on one engine (several developers, or CI) out of each other's way.
  */
 export const TEST_ROOT = `/tmp/agent-sandbox-it-${(process.env.AGENT_SANDBOX_IT_ID ?? 'main').replace(/[^A-Za-z0-9_-]/g, '_')}`
+/**
+ * The trust store (src/lib/config/trust.ts) every CLI call uses unless a test
+ * passes its own XDG_STATE_HOME: the real user's approvals stay untouched.
+ */
+export const TEST_STATE_HOME = join(TEST_ROOT, 'state')
 /** Owner of test workspaces: not root and not 1000, so renumbering `node` is exercised. */
 export const TEST_UID = 1234
 export const TEST_GID = 1234
@@ -39,7 +44,7 @@ export interface CliOptions {
 export async function cli(args: string[], options: CliOptions = {}): Promise<Result> {
   const result = await execa(BIN, args, {
     cwd: options.cwd ?? REPO,
-    env: {AGENT_SANDBOX_DEBUG: undefined, ...options.env},
+    env: {AGENT_SANDBOX_DEBUG: undefined, XDG_STATE_HOME: TEST_STATE_HOME, ...options.env},
     input: options.input,
     stdin: options.input === undefined ? 'ignore' : undefined,
     reject: false,
@@ -136,6 +141,12 @@ export function removeWorkspace(path: string): void {
 export async function initWorkspace(path: string, extraArgs: string[] = []): Promise<void> {
   const r = await cli(['init', path, ...extraArgs])
   if (r.exitCode !== 0) throw new Error(`init failed (${r.exitCode}): ${r.stderr}`)
+}
+
+/** Approve a workspace's own .agent-sandbox/ (a test that writes widening settings, as their user would). */
+export async function trustWorkspace(path: string, env: Record<string, string | undefined> = {}): Promise<void> {
+  const r = await cli(['trust', path, '--yes'], {env})
+  if (r.exitCode !== 0) throw new Error(`trust failed (${r.exitCode}): ${r.stderr}`)
 }
 
 /** The CLI's exec, as the tests use it everywhere. */

@@ -6,7 +6,7 @@ import {execa} from 'execa'
 import {chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {afterAll, describe, expect, it} from 'vitest'
-import {cleanupUnder, cli, docker, initWorkspace, makeWorkspace, removeWorkspace, TEST_ROOT} from './helpers.js'
+import {cleanupUnder, cli, docker, initWorkspace, makeWorkspace, removeWorkspace, TEST_ROOT, trustWorkspace} from './helpers.js'
 
 const created: string[] = []
 const tags: string[] = []
@@ -153,6 +153,8 @@ describe('init and build', () => {
     const image = init.stdout.match(/image (\S+)/)![1]
     const imageId = async () => (await docker('image', 'inspect', '--format', '{{.Id}}', image)).stdout.trim()
     const build = async (...extra: string[]) => {
+      // Each change to the build context is the test's own: approve it, as its user would (issue 16).
+      await trustWorkspace(ws)
       const before = await imageId()
       const r = await cli(['build', ws, '--base-tag', baseTag, ...extra])
       expect(r.exitCode, r.stderr).toBe(0)
@@ -246,13 +248,14 @@ describe('init and build', () => {
     created.push(ws)
     await initWorkspace(ws)
     writeFileSync(join(ws, '.agent-sandbox', 'config.json'), JSON.stringify({allowDomains: ['ws.example.com'], network: 'none'}))
+    await trustWorkspace(ws)
     const r = await cli(['config', ws, '--json'], {env: {AGENT_SANDBOX_NETWORK: 'open'}})
     expect(r.exitCode, r.stderr).toBe(0)
     const out = JSON.parse(r.stdout)
     expect(out.settings.network).toBe('open')
     expect(out.sources.network).toEqual(['env'])
     expect(out.settings.allowDomains).toEqual(['ws.example.com'])
-    expect(out.sources.allowDomains).toEqual(['workspace'])
+    expect(out.sources.allowDomains).toEqual(['workspace (trusted)'])
     expect(out.sources.baseTag).toEqual(['default'])
   })
 })

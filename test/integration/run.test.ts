@@ -7,7 +7,7 @@ import {writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {SandboxManager} from '../../src/index.js'
-import {cleanupUnder, cli, docker, initWorkspace, makeWorkspace, removeWorkspace, TEST_ROOT} from './helpers.js'
+import {cleanupUnder, cli, docker, initWorkspace, makeWorkspace, removeWorkspace, TEST_ROOT, TEST_STATE_HOME, trustWorkspace} from './helpers.js'
 
 const created: string[] = []
 let ws: string
@@ -28,6 +28,8 @@ beforeAll(async () => {
   const t = await docker('run', '-d', '--name', target, '--network', netName, '--entrypoint', 'node', 'agent-sandbox-base:latest', '-e', "require('http').createServer((q,r)=>r.end('target-ok')).listen(8080)")
   expect(t.exitCode, t.stderr).toBe(0)
   writeFileSync(join(ws, '.agent-sandbox', 'config.json'), JSON.stringify({dockerNetwork: netName, allowDomains: [target]}))
+  // The test's own widening settings: approved, as their user would (issue 16).
+  await trustWorkspace(ws)
 })
 
 afterAll(async () => {
@@ -100,11 +102,13 @@ describe('run', () => {
     expect(r.stdout).toContain('value-matches')
     expect(r.stdout + r.stderr).not.toContain(secret)
     writeFileSync(join(ws, '.agent-sandbox', 'config.json'), JSON.stringify({dockerNetwork: netName, allowDomains: [target], secretEnv: ['RUN_IT_TOKEN']}))
+    await trustWorkspace(ws)
     const shown = await cli(['show-run', ws], {env})
     expect(shown.exitCode).toBe(0)
     expect(shown.stdout).toContain('--env RUN_IT_TOKEN ')
     expect(shown.stdout).not.toContain(secret)
     writeFileSync(join(ws, '.agent-sandbox', 'config.json'), JSON.stringify({dockerNetwork: netName, allowDomains: [target]}))
+    await trustWorkspace(ws)
     const unset = await cli(['run', ws, '--env', 'NOT_SET_ANYWHERE_X', '--', 'true'])
     expect(unset.exitCode).toBe(2)
   })
@@ -117,6 +121,7 @@ describe('run', () => {
       join(broken, '.agent-sandbox', 'Dockerfile'),
       'ARG BASE_IMAGE_TAG=latest\nFROM agent-sandbox-base:${BASE_IMAGE_TAG}\nRUN for f in /usr/sbin/iptables-restore /usr/sbin/iptables-nft-restore /usr/sbin/iptables-legacy-restore; do ln -sf /bin/false "$f"; done\n',
     )
+    await trustWorkspace(broken)
     expect((await cli(['build', broken])).exitCode).toBe(0)
     const r = await cli(['run', broken, '--', 'sh', '-c', 'echo COMMAND-RAN'])
     expect(r.exitCode).toBe(6)
@@ -149,7 +154,7 @@ describe('run', () => {
 
 describe('SandboxManager API', () => {
   it('creates, executes with streaming callbacks, times out and destroys', async () => {
-    const manager = new SandboxManager()
+    const manager = new SandboxManager({env: {...process.env, XDG_STATE_HOME: TEST_STATE_HOME}})
     expect(await manager.isAvailable()).toBe(true)
     const sandbox = await manager.createSandbox({workspacePath: ws, limits: {memory: '512m'}})
     try {
@@ -179,7 +184,7 @@ describe('SandboxManager API', () => {
   })
 
   it('runs ten sandboxes in parallel, each with its own container, and leaves nothing behind', async () => {
-    const manager = new SandboxManager()
+    const manager = new SandboxManager({env: {...process.env, XDG_STATE_HOME: TEST_STATE_HOME}})
     const sandboxes = await Promise.all(Array.from({length: 10}, () => manager.createSandbox({workspacePath: ws, network: 'firewall', limits: {pids: 128}})))
     try {
       expect(new Set(sandboxes.map((s) => s.id)).size).toBe(10)

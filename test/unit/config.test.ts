@@ -229,7 +229,8 @@ describe('loadSettings', () => {
   })
 
   it('layers user, workspace, env and flags', () => {
-    write(join(home, '.config', 'agent-sandbox', 'config.json'), {allowDomains: ['user.com'], network: 'open', limits: {memory: '1g'}, env: {U: '1'}})
+    // The workspace adds a domain (widening): the user's trustedPaths approves it.
+    write(join(home, '.config', 'agent-sandbox', 'config.json'), {allowDomains: ['user.com'], network: 'open', limits: {memory: '1g'}, env: {U: '1'}, trustedPaths: [ws]})
     write(join(ws, '.agent-sandbox', 'config.json'), {allowDomains: ['ws.com'], baseTag: 'ws-tag', env: {W: '2'}})
     const loaded = loadSettings({
       workspacePath: ws,
@@ -247,7 +248,7 @@ describe('loadSettings', () => {
     })
     expect(loaded.sources.network).toEqual(['flag'])
     expect(loaded.sources.baseTag).toEqual(['env'])
-    expect(loaded.sources.allowDomains).toEqual(['user', 'workspace'])
+    expect(loaded.sources.allowDomains).toEqual(['user', 'workspace (trusted)'])
   })
 
   it('prefers XDG_CONFIG_HOME over HOME', () => {

@@ -80,6 +80,10 @@ describe('github settings', () => {
       mkdirSync(join(root, 'ws', '.agent-sandbox'), {recursive: true})
       const env = {HOME: join(root, 'home'), XDG_CONFIG_HOME: join(root, 'cfg')}
       writeFileSync(join(root, 'ws', '.agent-sandbox', 'config.json'), JSON.stringify({github: {installationId: 5}}))
+      // Choosing the installation chooses whose repositories the token opens: only from a trusted file.
+      expect(thrown(() => loadSettings({workspacePath: join(root, 'ws'), env})).message).toContain('github.installationId')
+      mkdirSync(join(root, 'cfg', 'agent-sandbox'), {recursive: true})
+      writeFileSync(join(root, 'cfg', 'agent-sandbox', 'config.json'), JSON.stringify({trustedPaths: [join(root, 'ws')]}))
       expect(loadSettings({workspacePath: join(root, 'ws'), env}).settings.github.installationId).toBe(5)
       for (const key of ['apiUrl', 'privateKeyPath', 'appId', 'gitUrl']) {
         const value = key === 'appId' ? 1 : key === 'privateKeyPath' ? '/etc/key.pem' : 'https://evil.example'

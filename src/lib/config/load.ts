@@ -4,6 +4,11 @@
  * user's ~/.config/agent-sandbox/config.json, defaults. Scalars come from the
  * highest layer that sets them; lists are concatenated and de-duplicated and
  * `env` maps are merged, so a workspace adds to what the user set.
+ *
+ * The workspace file is the repository's, not the user's: a setting that
+ * widens the sandbox applies only from a trusted file (trust.ts); otherwise
+ * loading refuses (ConfigError), or with `untrusted: 'report'` says so in
+ * `workspaceTrust` and the sources (for `config`).
  */
 import {readFileSync} from 'node:fs'
 import {homedir} from 'node:os'
@@ -11,14 +16,17 @@ import {join} from 'node:path'
 import type {ZodError} from 'zod'
 import {ConfigError} from '../errors.js'
 import {ConfigFileSchema, DEFAULTS, type ConfigFile, type Settings} from './schema.js'
+import {configTrust, refusalError, type ConfigTrust} from './trust.js'
 
-export type Source = 'flag' | 'env' | 'workspace' | 'user' | 'default'
+export type Source = 'flag' | 'env' | 'workspace' | 'user' | 'default' | 'workspace (trusted)' | 'workspace (untrusted)' | 'workspace (untrusted: refused)'
 
 export interface LoadedSettings {
   settings: Settings
   /** Where each top-level key's value came from (for lists: every layer that added to it). */
   sources: Record<keyof Settings, Source[]>
   files: {workspace: string; user: string}
+  /** The workspace file's trust, when there is one. */
+  workspaceTrust?: ConfigTrust
 }
 
 export function workspaceConfigPath(workspacePath: string): string {
@@ -32,14 +40,19 @@ export function userConfigPath(env: NodeJS.ProcessEnv = process.env): string {
 
 /** Read and validate one config file; a missing file is an empty layer. */
 export function readConfigFile(path: string): ConfigFile | undefined {
-  let text: string
+  return readConfigBytes(path)?.layer
+}
+
+/** The file's exact bytes (what trust is decided on) and the layer parsed from them. */
+export function readConfigBytes(path: string): {bytes: Buffer; layer: ConfigFile} | undefined {
+  let bytes: Buffer
   try {
-    text = readFileSync(path, 'utf8')
+    bytes = readFileSync(path)
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined
     throw new ConfigError(`cannot read ${path}: ${(error as Error).message}`, {cause: error})
   }
-  return parseConfigText(text, path)
+  return {bytes, layer: parseConfigText(bytes.toString('utf8'), path)}
 }
 
 export function parseConfigText(text: string, path: string): ConfigFile {
@@ -104,6 +117,8 @@ export interface LoadOptions {
   workspacePath?: string
   flags?: ConfigFile
   env?: NodeJS.ProcessEnv
+  /** An untrusted workspace file that widens the sandbox: `refuse` (ConfigError, the default) or `report` it. */
+  untrusted?: 'refuse' | 'report'
 }
 
 export function loadSettings(options: LoadOptions = {}): LoadedSettings {
@@ -112,15 +127,40 @@ export function loadSettings(options: LoadOptions = {}): LoadedSettings {
     workspace: options.workspacePath ? workspaceConfigPath(options.workspacePath) : '',
     user: userConfigPath(env),
   }
+  const user = readConfigFile(files.user)
+  const workspace = files.workspace ? readConfigBytes(files.workspace) : undefined
+  refuseWorkspaceGithub(workspace?.layer, files.workspace)
+  refuseUserOnly(workspace?.layer, files.workspace)
+  let trust: ConfigTrust | undefined
+  if (workspace && options.workspacePath) {
+    trust = configTrust(options.workspacePath, workspace.bytes, workspace.layer, user, env)
+    if (trust.refused.length && options.untrusted !== 'report') throw refusalError(files.workspace, options.workspacePath, trust)
+  }
+  const wsSource: Source = trust?.state === 'trusted' ? 'workspace (trusted)' : 'workspace (untrusted)'
   const layers: Array<[Source, ConfigFile | undefined]> = [
     ['default', DEFAULTS],
-    ['user', readConfigFile(files.user)],
-    ['workspace', files.workspace ? readConfigFile(files.workspace) : undefined],
+    ['user', user],
+    [wsSource, workspace?.layer],
     ['env', envLayer(env)],
     ['flag', options.flags],
   ]
-  refuseWorkspaceGithub(layers[2][1], files.workspace)
-  return mergeLayers(layers, files)
+  const loaded = mergeLayers(layers, files)
+  if (trust) {
+    loaded.workspaceTrust = trust
+    for (const change of trust.refused) {
+      const key = change.key.split('.')[0] as keyof Settings
+      if (loaded.sources[key]) loaded.sources[key] = loaded.sources[key].map((s) => (s === 'workspace (untrusted)' ? 'workspace (untrusted: refused)' : s))
+    }
+  }
+  return loaded
+}
+
+/** `trustedPaths` says which workspaces the user trusts: only the user's own file may say it. */
+function refuseUserOnly(layer: ConfigFile | undefined, where: string): void {
+  if (layer?.trustedPaths === undefined) return
+  throw new ConfigError(`${where}: field "trustedPaths" is only read from the user config`, {
+    hint: 'move it to ~/.config/agent-sandbox/config.json (a repository must not decide which workspaces are trusted)',
+  })
 }
 
 /**

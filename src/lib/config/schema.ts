@@ -19,6 +19,12 @@ const branchGlob = z
   .refine((b) => !b.startsWith('-') && !b.startsWith('refs/'), 'must be a branch name such as main (without refs/heads/)')
 const size = z.string().regex(/^\d+(\.\d+)?[bkmgBKMG]?$/, 'must be a size such as 512m or 4g')
 
+/** A user's own tree, pre-approved (`~/src/mine/*`): `*` matches within one path component, `**` across them. */
+const trustedPath = z
+  .string()
+  .min(1)
+  .refine((p) => p.startsWith('/') || p.startsWith('~/'), 'must be an absolute path or start with ~/')
+
 export const NetworkMode = z.enum(['firewall', 'none', 'open'])
 export type NetworkMode = z.infer<typeof NetworkMode>
 
@@ -67,6 +73,9 @@ export const ConfigFileSchema = z
     selinuxRelabel: z.enum(['auto', 'on', 'off']).optional(),
     protectedBranches: z.array(branchGlob).optional(),
     github: GithubSchema.optional(),
+    protectHookConfig: z.boolean().optional(),
+    /** Only read from the user's own config file (load.ts refuses it elsewhere). */
+    trustedPaths: z.array(trustedPath).optional(),
   })
   .strict()
 

@@ -1,0 +1,158 @@
+/**
+ * What a workspace's own .agent-sandbox/config.json would change, compared
+ * with the settings below it (the user's file and the defaults), and which of
+ * those changes widen what the sandbox may do. Pure: trust.ts decides whether a
+ * widening change may apply (docs/security.md, "Settings a repository may
+ * change").
+ */
+import {looksSecret} from '../spec.js'
+import type {ConfigFile, NetworkMode, Settings} from './schema.js'
+
+/**
+ * Environment variable names that change how programs in the sandbox load or
+ * run code, where git and npm read their configuration from, or what the
+ * entrypoint does (`AGENT_SANDBOX_NETWORK=open` would skip the firewall). A
+ * trailing `*` matches any suffix; matching ignores case.
+ */
+export const RISKY_ENV_NAMES: readonly string[] = [
+  'AGENT_SANDBOX_*',
+  'BASH_ENV',
+  'BASH_FUNC_*',
+  'BASHOPTS',
+  'CDPATH',
+  'CURL_CA_BUNDLE',
+  'EDITOR',
+  'ENV',
+  'GH_*',
+  'GIT_*',
+  'HOME',
+  'IFS',
+  'JAVA_TOOL_OPTIONS',
+  'LD_*',
+  'LESSOPEN',
+  'NODE_EXTRA_CA_CERTS',
+  'NODE_OPTIONS',
+  'NODE_PATH',
+  'NPM_CONFIG_*',
+  'PAGER',
+  'PATH',
+  'PERL5LIB',
+  'PERL5OPT',
+  'PROMPT_COMMAND',
+  'PS4',
+  'PYTHONHOME',
+  'PYTHONPATH',
+  'PYTHONSTARTUP',
+  'REQUESTS_CA_BUNDLE',
+  'RUBYLIB',
+  'RUBYOPT',
+  'SHELLOPTS',
+  'SSH_ASKPASS',
+  'SSL_CERT_DIR',
+  'SSL_CERT_FILE',
+  'VISUAL',
+  'ZDOTDIR',
+  '_JAVA_OPTIONS',
+]
+
+/** `AGENT_SANDBOX_GITHUB_META=0` only turns GitHub's published ranges off (docs/security.md). */
+const HARMLESS_ENV: Readonly<Record<string, string>> = {AGENT_SANDBOX_GITHUB_META: '0'}
+
+export function isRiskyEnv(name: string, value?: string): boolean {
+  if (value !== undefined && HARMLESS_ENV[name] === value) return false
+  const upper = name.toUpperCase()
+  return RISKY_ENV_NAMES.some((pattern) => (pattern.endsWith('*') ? upper.startsWith(pattern.slice(0, -1)) : upper === pattern))
+}
+
+/** What lies below the workspace file: defaults and the user's file merged, plus the keys Settings does not carry yet. */
+export interface LowerSettings extends Settings {
+  protectHookConfig: boolean
+}
+
+export interface ConfigChange {
+  /** The field, as written in the file (`limits.memory`, `env.NODE_OPTIONS`, `ports`). */
+  key: string
+  /** One line for people: what changes. */
+  summary: string
+  widens: boolean
+}
+
+const NETWORK_RANK: Record<NetworkMode, number> = {none: 0, firewall: 1, open: 2}
+
+/** Host addresses that only the host itself can reach. */
+export function isLoopbackHost(ip: string): boolean {
+  return /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(ip) || ip === '::1' || ip === 'localhost'
+}
+
+/** The host address a published port binds to: loopback unless the entry names one (as spec.ts's parsePort). */
+export function portHostIp(text: string): string {
+  const body = text.split('/')[0]
+  const ipv6 = /^\[([^\]]+)\]:/.exec(body)
+  if (ipv6) return ipv6[1]
+  const parts = body.split(':')
+  return parts.length === 3 ? parts[0] : '127.0.0.1'
+}
+
+function bytes(size: string): number {
+  const match = /^(\d+(?:\.\d+)?)([bkmg]?)$/i.exec(size.trim())
+  if (!match) return Number.NaN
+  return Number(match[1]) * {'': 1, b: 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3}[match[2].toLowerCase() as '' | 'b' | 'k' | 'm' | 'g']
+}
+
+const show = (value: unknown) => (value === undefined ? '(unset)' : JSON.stringify(value))
+
+/**
+ * Every change the workspace file makes to the lower settings, one entry per
+ * key (and per added list item or env name), each marked widening or not.
+ * A value equal to what lies below changes nothing and is not listed.
+ */
+export function workspaceChanges(layer: ConfigFile, lower: LowerSettings): ConfigChange[] {
+  const changes: ConfigChange[] = []
+  const add = (key: string, summary: string, widens: boolean) => changes.push({key, summary, widens})
+  const scalar = <K extends keyof ConfigFile & keyof LowerSettings>(key: K, widens: (value: NonNullable<ConfigFile[K]>) => boolean) => {
+    const value = layer[key]
+    if (value === undefined || value === lower[key]) return
+    add(key, `${show(lower[key])} -> ${show(value)}`, widens(value as NonNullable<ConfigFile[K]>))
+  }
+  scalar('baseTag', () => false)
+  scalar('network', (value) => NETWORK_RANK[value] > NETWORK_RANK[lower.network])
+  scalar('dockerNetwork', () => true)
+  scalar('sharedAgentConfig', () => true)
+  scalar('selinuxRelabel', (value) => value === 'off')
+  scalar('protectHookConfig', (value) => value === false)
+  const added = (key: 'protectedPaths' | 'secretEnv' | 'ports' | 'allowDomains', widens: (item: string) => boolean) => {
+    for (const item of layer[key] ?? []) {
+      if (!lower[key].includes(item)) add(key, `+ ${item}`, widens(item))
+    }
+  }
+  // Lists only add up across layers: a workspace can add protected paths, never remove one.
+  added('protectedPaths', () => false)
+  added('secretEnv', () => true)
+  added('ports', (port) => !isLoopbackHost(portHostIp(port)))
+  added('allowDomains', () => true)
+  for (const branch of layer.protectedBranches ?? []) add('protectedBranches', `+ ${branch}`, false)
+  for (const [name, value] of Object.entries(layer.env ?? {})) {
+    if (lower.env[name] === value) continue
+    const shown = (v: string | undefined) => (v === undefined ? '(unset)' : looksSecret(name) ? '***' : JSON.stringify(v))
+    add(`env.${name}`, `${shown(lower.env[name])} -> ${shown(value)}`, isRiskyEnv(name, value))
+  }
+  for (const key of ['memory', 'cpus', 'pids'] as const) {
+    const value = layer.limits?.[key]
+    const below = lower.limits[key]
+    if (value === undefined || value === below) continue
+    // No limit below means unlimited: any workspace limit lowers it.
+    const raises = below !== undefined && (key === 'memory' ? bytes(String(value)) > bytes(String(below)) : Number(value) > Number(below))
+    add(`limits.${key}`, `${below === undefined ? 'unlimited' : show(below)} -> ${show(value)}`, raises)
+  }
+  for (const [key, value] of Object.entries(layer.github ?? {})) {
+    const below = (lower.github as unknown as Record<string, unknown>)[key]
+    // installationId picks whose repositories the user's App token opens.
+    if (value !== below) add(`github.${key}`, `${show(below)} -> ${show(value)}`, key === 'installationId')
+  }
+  return changes
+}
+
+/** The widening changes only. */
+export function wideningChanges(layer: ConfigFile, lower: LowerSettings): ConfigChange[] {
+  return workspaceChanges(layer, lower).filter((c) => c.widens)
+}

