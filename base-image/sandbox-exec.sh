@@ -5,7 +5,9 @@
 # start before the entrypoint has installed the firewall, even in the first
 # instant after a (re)start. Readiness is the file /run/agent-sandbox/ready on a
 # tmpfs that only root can write and that is empty after every restart.
-# Exits 125 if set-up failed or did not finish within AGENT_SANDBOX_READY_TIMEOUT seconds.
+# Exits 125 if set-up failed or did not finish within AGENT_SANDBOX_READY_TIMEOUT
+# seconds, or if mount-watch found a protected path unmounted (the file
+# compromised: the sandbox must be restarted to get its read-only mounts back).
 set -euo pipefail
 
 state="${AGENT_SANDBOX_STATE_DIR:-/run/agent-sandbox}"
@@ -13,6 +15,11 @@ timeout="${AGENT_SANDBOX_READY_TIMEOUT:-120}"
 
 abort() { printf 'agent-sandbox: %s\n' "$*" >&2; exit 125; }
 
+# Builtins only: mount-watch kills every other process of `node` once compromised.
+if [ -e "$state/compromised" ]; then
+  IFS= read -r why < "$state/compromised" || true
+  abort "refused: ${why:-a protected path was unmounted}; the sandbox must be restarted (agent-sandbox exec or start restarts it)"
+fi
 if [ ! -e "$state/ready" ]; then
   deadline=$((SECONDS + timeout))
   while [ ! -e "$state/ready" ]; do

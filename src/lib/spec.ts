@@ -197,6 +197,9 @@ export function buildSpec(ws: Workspace, settings: Settings, options: SpecOption
     {name: 'AGENT_SANDBOX_UID', value: String(ws.uid), secret: false},
     {name: 'AGENT_SANDBOX_GID', value: String(ws.gid), secret: false},
   ]
+  // mount-watch (base-image/mount-watch.sh) keeps these read-only, or kills the agent's processes.
+  const protectedTargets = mounts.filter((m) => m.type === 'bind' && m.readOnly && m.target.startsWith(`${wsMount}/`)).map((m) => m.target)
+  if (protectedTargets.length) env.push({name: 'AGENT_SANDBOX_PROTECTED_MOUNTS', value: protectedTargets.join('\n'), secret: false})
   if (allowDomains.length) env.push({name: 'AGENT_SANDBOX_ALLOW_DOMAINS', value: allowDomains.join(','), secret: false})
   if (ports.length) {
     env.push({name: 'AGENT_SANDBOX_INBOUND_PORTS', value: [...new Set(ports.map((p) => p.containerPort))].join(','), secret: false})
