@@ -16,7 +16,9 @@ timeout="${AGENT_SANDBOX_READY_TIMEOUT:-120}"
 abort() { printf 'agent-sandbox: %s\n' "$*" >&2; exit 125; }
 
 # Builtins only: mount-watch kills every other process of `node` once compromised.
+# The CLI, which restarts the sandbox and says why itself, asks for no message.
 if [ -e "$state/compromised" ]; then
+  [ "${AGENT_SANDBOX_QUIET_REFUSAL:-}" != compromised ] || exit 125
   IFS= read -r why < "$state/compromised" || true
   abort "refused: ${why:-a protected path was unmounted}; the sandbox must be restarted (agent-sandbox exec or start restarts it)"
 fi
@@ -30,5 +32,6 @@ if [ ! -e "$state/ready" ]; then
     sleep 0.02
   done
 fi
+unset AGENT_SANDBOX_QUIET_REFUSAL
 [ "$#" -gt 0 ] || exit 0
 exec "$@"
