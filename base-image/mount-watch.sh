@@ -21,7 +21,8 @@
 #      one kill(-1) run as that user (the kernel signals them all under the
 #      tasklist lock, so nothing forks past it), writes the reason to
 #      STATE/compromised, and from then on kills any process of that user that
-#      appears, except sandbox-exec refusing to run (it only prints and exits).
+#      appears (seen in two polls in a row), except sandbox-exec refusing to
+#      run (it only prints and exits).
 # It runs as root: `node` can neither signal it nor write its state.
 #
 # Environment (defaults in brackets):
@@ -128,6 +129,7 @@ kill_agent() {
 sweep() {
   local force="${1:-}" dir pid key uid _rest
   local -a argv pids=()
+  local -A next=()
   for dir in "$PROC"/[0-9]*; do
     pid="${dir##*/}"
     uid=""
@@ -138,14 +140,24 @@ sweep() {
     if [[ -z "$force" ]]; then
       argv=()
       mapfile -d '' -t argv < "$dir/cmdline" 2> /dev/null || true
-      exempt "${argv[@]}" || pids+=("$pid")
+      exempt "${argv[@]}" && continue
+      # Killed when seen in two sweeps in a row: a process the engine is
+      # starting (runc init, mid-execve, an empty cmdline) gets one interval
+      # to become recognisable as sandbox-exec.
+      next[$pid]=1
+      [[ -z "${SUSPECT[$pid]+set}" ]] || pids+=("$pid")
       continue
     else
       kill -s KILL "$pid" 2> /dev/null || true
     fi
   done
+  if [[ -z "$force" ]]; then
+    SUSPECT=()
+    for pid in "${!next[@]}"; do SUSPECT[$pid]=1; done
+  fi
   if [[ "${#pids[@]}" -gt 0 ]]; then kill_agent "${pids[@]}"; fi
 }
+declare -A SUSPECT=()
 
 # exempt ARGV...: a process on its way to sandbox-exec, which refuses to run
 # anything once the sandbox is compromised: `runc init` about to exec it,
