@@ -21,6 +21,12 @@
 #     its keys win, and the push gate answers at the remote `host`.
 # With network mode "none" it checks that there is no route at all instead; with
 # "open" it reports that egress is not filtered.
+# It also checks that every protected path (AGENT_SANDBOX_PROTECTED_MOUNTS) is still
+# a read-only mount in /proc/self/mountinfo (the host can detach one, see
+# mount-watch.sh), that mount-watch has not marked the sandbox compromised, and that
+# `node` cannot signal mount-watch. `--mounts` runs only the mount checks (the CLI
+# runs that part as root: in a compromised sandbox every process of `node` is
+# killed); `--no-mounts` runs all the others.
 #
 # Output: one line per check, "pass|fail|skip<TAB>NAME<TAB>DETAIL". Exits 0 if no
 # check failed, 1 otherwise, 2 on a usage error.
@@ -34,6 +40,8 @@
 #   AGENT_SANDBOX_DOCTOR_PROC       [/proc/self/status] (tests)
 #   AGENT_SANDBOX_HOST_GIT, AGENT_SANDBOX_GIT_WORKTREE   set by the CLI in bind mode (agent-git.sh)
 #   AGENT_SANDBOX_REAL_GIT          [/usr/bin/git]
+#   AGENT_SANDBOX_PROTECTED_MOUNTS  the protected mount points, one a line
+#   AGENT_SANDBOX_DOCTOR_MOUNTINFO  [/proc/self/mountinfo] (tests)
 
 # The attempts run small programs whose own variables are in single quotes.
 # shellcheck disable=SC2016
@@ -44,13 +52,16 @@ abort() {
   exit 2
 }
 
+PART=all
 case "${1:-}" in
   "") ;;
+  --mounts) PART=mounts ;;
+  --no-mounts) PART=others ;;
   -h | --help)
-    printf 'usage: %s\n' "${0##*/}"
+    printf 'usage: %s [--mounts | --no-mounts]\n' "${0##*/}"
     exit 0
     ;;
-  *) abort "unknown argument '$1' (usage: ${0##*/})" ;;
+  *) abort "unknown argument '$1' (usage: ${0##*/} [--mounts | --no-mounts])" ;;
 esac
 
 MODE="${AGENT_SANDBOX_NETWORK:-firewall}"
@@ -59,6 +70,7 @@ RESOLV="${AGENT_SANDBOX_RESOLV_CONF:-/etc/resolv.conf}"
 T="${AGENT_SANDBOX_DOCTOR_TIMEOUT:-2}"
 LOG_WAIT="${AGENT_SANDBOX_DOCTOR_LOG_WAIT:-3}"
 PROC_STATUS="${AGENT_SANDBOX_DOCTOR_PROC:-/proc/self/status}"
+MOUNTINFO="${AGENT_SANDBOX_DOCTOR_MOUNTINFO:-/proc/self/mountinfo}"
 [[ "$T" =~ ^[0-9]+$ && "$T" -gt 0 ]] || abort "AGENT_SANDBOX_DOCTOR_TIMEOUT must be a positive integer"
 [[ "$LOG_WAIT" =~ ^[0-9]+$ ]] || abort "AGENT_SANDBOX_DOCTOR_LOG_WAIT must be a non-negative integer"
 
@@ -111,6 +123,59 @@ check_ready() {
     pass ready "$STATE/ready present"
   else
     fail ready "$STATE/ready missing: set-up has not finished"
+  fi
+}
+
+# ---- protected mounts ----------------------------------------------------------
+
+# decode_mountpoint VAR FIELD: mountinfo's octal escapes undone (as mount-watch.sh).
+decode_mountpoint() {
+  local s="$2"
+  s="${s//\\040/ }"
+  s="${s//\\011/$'\t'}"
+  s="${s//\\012/$'\n'}"
+  s="${s//\\134/\\}"
+  printf -v "$1" '%s' "$s"
+}
+
+# check_mounts: each expected mount point is in mountinfo, its top mount read-only.
+check_mounts() {
+  local line rest mp opts path pid
+  local -A top=()
+  if [ -e "$STATE/compromised" ]; then
+    fail compromised "$(head -n 1 "$STATE/compromised" || true); every process of node was killed: restart the sandbox"
+  else
+    pass compromised "no protected path lost since the sandbox started"
+  fi
+  if [ -z "${AGENT_SANDBOX_PROTECTED_MOUNTS:-}" ]; then
+    skip protected-mounts "AGENT_SANDBOX_PROTECTED_MOUNTS is not set: no protected paths to check"
+    return 0
+  fi
+  while IFS= read -r line; do
+    rest="${line#* * * * }"
+    mp="${rest%% *}"
+    opts="${rest#* }"
+    opts="${opts%% *}"
+    decode_mountpoint path "$mp"
+    top[$path]="$opts"
+  done < "$MOUNTINFO"
+  while IFS= read -r path; do
+    [ -n "$path" ] || continue
+    if [ -z "${top[$path]+set}" ]; then
+      fail "mount:$path" "not mounted: the host replaced or removed it, and the sandbox can write the host's file"
+    elif [[ ",${top[$path]}," != *,ro,* ]]; then
+      fail "mount:$path" "mounted read-write (${top[$path]})"
+    else
+      pass "mount:$path" "read-only mount in place"
+    fi
+  done <<< "$AGENT_SANDBOX_PROTECTED_MOUNTS"
+  if [ "$(id -u)" = 0 ]; then
+    pid="$(head -n 1 "$STATE/mount-watch.pid" 2> /dev/null | tr -dc '0-9' || true)"
+    if [ -n "$pid" ] && kill -0 "$pid" 2> /dev/null; then
+      pass mount-watch "running (pid $pid)"
+    else
+      fail mount-watch "not running: a protected path lost now would go unnoticed"
+    fi
   fi
 }
 
@@ -443,6 +508,11 @@ check_git() {
 
 # ---- main --------------------------------------------------------------------
 
+if [ "$PART" = mounts ]; then
+  check_mounts
+  exit "$failed"
+fi
+[ "$PART" = others ] || check_mounts
 check_unprivileged
 check_ready
 case "$MODE" in
@@ -468,6 +538,7 @@ if [ "$MODE" = firewall ]; then
   not_writable state-write "$STATE/allowlist"
   check_signal dnsmasq
 fi
+[ -z "${AGENT_SANDBOX_PROTECTED_MOUNTS:-}" ] || check_signal mount-watch
 check_sudo
 check_git
 exit "$failed"

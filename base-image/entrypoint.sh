@@ -4,10 +4,12 @@
 # Runs as root, once per container start:
 #   1. renumbers `node` to the workspace owner's uid/gid (AGENT_SANDBOX_UID/GID),
 #   2. sets the host's git identity for `node` (AGENT_SANDBOX_GIT_NAME/EMAIL),
-#   3. gives the agent a git directory of its own over the host's .git
+#   3. starts mount-watch, which keeps the protected paths read-only or kills
+#      `node`'s processes (AGENT_SANDBOX_PROTECTED_MOUNTS; see mount-watch.sh),
+#   4. gives the agent a git directory of its own over the host's .git
 #      (agent-git.sh; AGENT_SANDBOX_HOST_GIT, AGENT_SANDBOX_GIT_WORKTREE, AGENT_SANDBOX_GATE_URL),
-#   4. installs the egress firewall (AGENT_SANDBOX_NETWORK=firewall|none|open),
-#   5. marks the sandbox ready in /run/agent-sandbox (a tmpfs, empty after a restart).
+#   5. installs the egress firewall (AGENT_SANDBOX_NETWORK=firewall|none|open),
+#   6. marks the sandbox ready in /run/agent-sandbox (a tmpfs, empty after a restart).
 # Then, with no CMD, it idles so that `docker exec -u node` can attach agents;
 # with a CMD (one-shot `run`), it drops to `node` and execs CMD.
 # If any step fails, the reason goes to /run/agent-sandbox/failed and to stderr,
@@ -25,6 +27,7 @@ DNS_USER=dnsmasq
 NODE_HOME="${AGENT_SANDBOX_USER_HOME:-/home/$NODE_USER}"
 HISTORY_DIR="${AGENT_SANDBOX_HISTORY_DIR:-/commandhistory}"
 SHELF="${AGENT_SANDBOX_SHELF:-/repo-shelf}"
+MOUNT_WATCH="${AGENT_SANDBOX_MOUNT_WATCH:-/usr/local/sbin/mount-watch}"
 
 FAIL_EXIT=1
 SETUP_LOG=/dev/stderr
@@ -192,6 +195,23 @@ setup_network() {
   esac
 }
 
+# start_watch: start mount-watch in the background (it outlives this script's
+# exec of sleep or the command). It checks the mounts while the firewall is set
+# up; watch_started reads its verdict, one line, before the sandbox is ready.
+WATCH_FD=""
+start_watch() {
+  [[ -n "${AGENT_SANDBOX_PROTECTED_MOUNTS:-}" ]] || return 0
+  exec {WATCH_FD}< <(exec "$MOUNT_WATCH")
+}
+
+watch_started() {
+  [[ -n "$WATCH_FD" ]] || return 0
+  local line=""
+  read -r line <&"$WATCH_FD" || true
+  exec {WATCH_FD}<&-
+  [[ "$line" == watching ]] || fail "${line#fail: }"
+}
+
 # cgroup_count VAR KEY FILE...: set VAR to the value of the "KEY N" line in the
 # first readable cgroup file (v2 first, then v1), or 0. Read with builtins (no
 # awk, no "$(...)"): it runs twice around every one-shot command.
@@ -235,6 +255,9 @@ run_command() {
     # A trapped signal interrupts wait; keep waiting while the command lives.
     kill -0 "$child" 2>/dev/null || break
   done
+  if [[ -e "$STATE/compromised" ]]; then
+    printf 'agent-sandbox: command killed: %s\n' "$(< "$STATE/compromised")" >&3
+  fi
   oom_kills ooms
   ooms=$(( ooms - oom_before ))
   if (( ooms > 0 )); then
@@ -259,9 +282,11 @@ main() {
   prepare_state
   renumber_user
   own_volumes
+  start_watch
   set_git_identity
   setup_git
   setup_network
+  watch_started
   : > "$STATE/ready"
   if [[ "$#" -eq 0 ]]; then
     printf 'agent-sandbox: ready\n'

@@ -117,6 +117,7 @@ R_ALIAS_DEPTH="aliases nested this deep cannot be checked in the sandbox. Use th
 R_ALIAS_PARSE="this alias cannot be parsed (unclosed quote or trailing backslash), so it cannot be checked in the sandbox. Fix the alias, or stop and ask the user."
 R_AUTOCORRECT="unknown command while help.autocorrect is on: the guessed command cannot be checked in the sandbox. Spell the command out, or stop and ask the user."
 R_CONFIG_RO="this repository's config is read-only in the sandbox (it can run code on the host through core.fsmonitor, core.pager or core.hooksPath). Use git config --global for your own settings, or ask the user to run the git config command on the host."
+R_EXTENSIONS="the repository format and extensions.* decide which settings git reads (the sandbox's pinned hook settings among them), so they are not for changing in the sandbox. Stop and ask the user."
 R_CONFIG_READ="the sandbox could not read the git configuration it has to check (git config failed). Fix the configuration, or stop and ask the user."
 
 # Commands that run client-side hooks: the environment and core.hooksPath are checked for them.
@@ -407,7 +408,11 @@ check_config_write() {
   shift 3
   norm_key "$key"
   case $NK_SECTION in
-    core) [[ $NK_NAME == hookspath ]] && block "$what" "$R_HOOKSPATH" ;;
+    core)
+      [[ $NK_NAME == hookspath ]] && block "$what" "$R_HOOKSPATH"
+      [[ $NK_NAME == repositoryformatversion ]] && block "$what" "$R_EXTENSIONS"
+      ;;
+    extensions) block "$what" "$R_EXTENSIONS" ;;
     include | includeif) block "$what" "$R_INCLUDE" ;;
     alias)
       if [[ $mode == set ]]; then
@@ -434,7 +439,7 @@ check_config_write() {
 check_section() { # WHAT MODE SECTION
   local s=${3%%.*}
   case ${s,,} in
-    core | include | includeif) block "$1" "$R_CFG_SECTION" ;;
+    core | include | includeif | extensions) block "$1" "$R_CFG_SECTION" ;;
     alias | remote) [[ $2 == rename ]] && block "$1" "$R_CFG_SECTION" ;;
   esac
   return 0

@@ -404,7 +404,18 @@ export async function runDoctor(ctx: Context, ws: Workspace, options: {branch?: 
   const checks: DoctorCheck[] = []
   if (sandbox.network === 'firewall') checks.push(...checkRules(await readStatus(ctx, sandbox)))
   else checks.push({name: 'network-mode', status: sandbox.network === 'none' ? 'pass' : 'fail', detail: sandbox.network === 'none' ? 'none: no network at all' : 'open: egress is NOT filtered'})
-  const r = await ctx.engine.containers.exec(sandbox.id, [SANDBOX_EXEC, 'bash', '-c', doctorScript(), 'sandbox-doctor'], {user: SANDBOX_USER})
+  // The protected mounts as root: in a compromised sandbox every process of node is killed (mount-watch.sh).
+  const m = await ctx.engine.containers.exec(sandbox.id, ['bash', '-c', doctorScript(), 'sandbox-doctor', '--mounts'], {user: 'root'})
+  const mounts = parseDoctorOutput(m.stdout)
+  if ((m.exitCode !== 0 && m.exitCode !== 1) || mounts.length === 0) {
+    throw new SandboxError(`doctor.sh --mounts failed in ${sandbox.name} (exit ${m.exitCode}): ${lastLine(m.stderr) || 'no checks reported'}`)
+  }
+  checks.push(...mounts)
+  if (mounts.some((c) => c.name === 'compromised' && c.status === 'fail')) {
+    checks.push({name: 'probes', status: 'skip', detail: 'not run: every process of node is killed in a compromised sandbox; restart it (agent-sandbox exec or start)'})
+    return {container: sandbox.name, network: sandbox.network, ok: false, checks}
+  }
+  const r = await ctx.engine.containers.exec(sandbox.id, [SANDBOX_EXEC, 'bash', '-c', doctorScript(), 'sandbox-doctor', '--no-mounts'], {user: SANDBOX_USER})
   if (r.exitCode === NOT_READY) throw new NotReadyError(`${sandbox.name} is not ready: ${lastLine(r.stderr)}`, {hint: `restart it (agent-sandbox stop, then start) or see: docker logs ${sandbox.name}`})
   const probes = parseDoctorOutput(r.stdout)
   if ((r.exitCode !== 0 && r.exitCode !== 1) || probes.length === 0) {

@@ -9,6 +9,7 @@ import {EngineError, NotInitialisedError, NotReadyError, SandboxError, UsageErro
 import {hostGitIdentity} from './gitconfig.js'
 import {buildRepoImage} from './images.js'
 import {withLock} from './lock.js'
+import {compromisedReason, lostMount, MountsNotRestoredError, restartNotice} from './mount-watch.js'
 import {provisionBranch} from './shelf.js'
 import {createPlaceholders, fsKindOf, planProtectedPaths} from './protected.js'
 import {silentReporter, type Reporter} from './reporter.js'
@@ -112,7 +113,7 @@ export interface StartResult {
 
 /** Idempotent: a running container is left alone, a stopped one is started, a missing one created. */
 export async function startSandbox(ctx: Context, ws: Workspace, options: SandboxOptions & {build?: boolean} = {}): Promise<StartResult> {
-  const reporter = ctx.reporter ?? silentReporter
+  let reporter = ctx.reporter ?? silentReporter
   requireInitialised(ws)
   // Before anything else, even for a running sandbox: a workspace file that now widens it is refused, not ignored.
   loadSettings({workspacePath: ws.path, flags: options.flags, env: ctx.env})
@@ -123,20 +124,30 @@ export async function startSandbox(ctx: Context, ws: Workspace, options: Sandbox
     lockName,
     async () => {
       const existing = await ctx.engine.containers.inspect(name)
+      let restoring: string | undefined
       if (existing?.running) {
-        await waitReady(ctx, existing)
-        if (existing.labels[Labels.git] === undefined && existing.labels[Labels.kind] === 'sandbox') {
-          reporter.warn(`${name} was started by an older agent-sandbox, in which the agent can write the host's .git; restart it: agent-sandbox stop && agent-sandbox start`)
+        const lost = await readyOrCompromised(ctx, existing)
+        if (lost === undefined) {
+          if (existing.labels[Labels.git] === undefined && existing.labels[Labels.kind] === 'sandbox') {
+            reporter.warn(`${name} was started by an older agent-sandbox, in which the agent can write the host's .git; restart it: agent-sandbox stop && agent-sandbox start`)
+          }
+          if (existing.labels[Labels.git] === 'gate') await ensureGate(ctx, ws, existing, options)
+          if (existing.labels[Labels.ghapp] === '1') ensureRefresher(name, ctx.env ?? process.env)
+          return {name, action: 'running' as const, container: existing}
         }
-        if (existing.labels[Labels.git] === 'gate') await ensureGate(ctx, ws, existing, options)
-        if (existing.labels[Labels.ghapp] === '1') ensureRefresher(name, ctx.env ?? process.env)
-        return {name, action: 'running' as const, container: existing}
+        // The host detached a protected mount (mount-watch.ts): a restart mounts it again (and makes the gate anew).
+        reporter.info(restartNotice(name, lost))
+        reporter = {...reporter, step: (_label, work) => work()}
+        ctx = {...ctx, reporter}
+        await ctx.engine.containers.stop(existing.id)
+        restoring = lostMount(lost) ?? lost
       }
       if (options.branch !== undefined) {
         await provisionBranch(ctx.engine, ws, options.branch, {baseTag: options.baseTag, reporter, env: ctx.env, network: options.network, allowHostNetwork: options.allowHostNetwork})
       }
       const prepared = await prepareSandbox(ws, {...options, ...(await engineTraits(ctx))}, ctx.env)
       for (const s of prepared.skipped) reporter.warn(`protected path ${s.relative} not mounted: ${s.reason}`)
+      if (restoring !== undefined) assertRestores(prepared, restoring, name)
       const {ghapp} = prepared
       // The first token is minted here, so git works as soon as the sandbox is up; a refresher keeps it fresh.
       if (ghapp) await reporter.step('Getting a GitHub App installation token', () => provisionToken(ghapp.name, ghapp.record, ctx.env ?? process.env))
@@ -146,6 +157,7 @@ export async function startSandbox(ctx: Context, ws: Workspace, options: Sandbox
       }
       if (existing) {
         if (existing.labels['dev.agent-sandbox.spec'] === prepared.spec.labels['dev.agent-sandbox.spec']) {
+          // A protected path removed on the host since: the engine would create its mount point as root.
           createPlaceholders(ws.path, prepared.placeholders, ws)
           await reporter.step(`Starting ${name}`, () => ctx.engine.containers.start(existing.id))
           const [container] = await Promise.all([waitReady(ctx, existing), prepared.gate ? startGate(ctx, prepared.gate) : undefined])
@@ -161,6 +173,28 @@ export async function startSandbox(ctx: Context, ws: Workspace, options: Sandbox
     },
     ctx.env,
   )
+}
+
+/** Wait for a running sandbox; the compromised marker's reason if mount-watch found a protected mount gone. */
+async function readyOrCompromised(ctx: Context, container: ContainerInfo): Promise<string | undefined> {
+  try {
+    await waitReady(ctx, container)
+    return undefined
+  } catch (error) {
+    const reason = error instanceof NotReadyError ? await compromisedReason(ctx.engine, container.id) : undefined
+    if (reason === undefined) throw error
+    return reason
+  }
+}
+
+/** Refuse (exit 6) when the new plan would not mount the lost path read-only again, e.g. it is now a symbolic link. */
+function assertRestores(prepared: PreparedSandbox, lost: string, name: string): void {
+  const mounts = prepared.spec.env.find((e) => e.name === 'AGENT_SANDBOX_PROTECTED_MOUNTS')?.value.split('\n') ?? []
+  if (mounts.some((m) => lost === m || lost.startsWith(`${m}/`))) return
+  const why = prepared.skipped.map((s) => `${s.relative}: ${s.reason}`).join('; ')
+  throw new MountsNotRestoredError(`cannot restore the read-only mount of ${lost} in ${name}${why ? ` (${why})` : ''}; the sandbox is stopped`, {
+    hint: 'put the path back on the host as a regular file or directory, then run the command again',
+  })
 }
 
 async function createAndStart(ctx: Context, ws: Workspace, prepared: PreparedSandbox, options: SandboxOptions & {build?: boolean}): Promise<StartResult> {

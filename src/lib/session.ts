@@ -5,7 +5,8 @@
  * sandbox-exec inside, so nothing runs before the firewall is ready.
  */
 import type {NetworkMode} from './config/schema.js'
-import {ConflictError} from './errors.js'
+import {ConflictError, NotReadyError} from './errors.js'
+import {compromisedReason, SANDBOX_EXEC_REFUSED} from './mount-watch.js'
 import type {Context} from './sandbox.js'
 import {SANDBOX_EXEC, SANDBOX_USER} from './spec.js'
 import {Names, type Workspace} from './workspace.js'
@@ -57,6 +58,31 @@ export async function ensureRunning(ctx: Context, ws: Workspace, options: Omit<S
  * engine CLI, which owns the terminal (raw mode, resizes, signals).
  */
 export async function execInSandbox(ctx: Context, ws: Workspace, command: string[], options: SessionOptions): Promise<number> {
+  const stdinRead = bytesRead()
+  const code = await execOnce(ctx, ws, command, options)
+  if (code !== SANDBOX_EXEC_REFUSED) return code
+  // sandbox-exec refused before running anything: if mount-watch marked the
+  // sandbox compromised, restart it (the mounts come back) and run the command.
+  const name = Names.container(ws, options.branch)
+  const reason = await compromisedReason(ctx.engine, name)
+  if (reason === undefined) return code
+  const {startSandbox} = await import('./sandbox.js')
+  await startSandbox(ctx, ws, options)
+  if (bytesRead() !== stdinRead) {
+    throw new NotReadyError(`${name} was restarted (${reason}), but the command's input was already read`, {hint: 'run the command again'})
+  }
+  return execOnce(ctx, ws, command, options)
+}
+
+/** sandbox-exec refuses a compromised sandbox without a message (the CLI gives its own); unset before CMD runs. */
+const QUIET_REFUSAL = 'AGENT_SANDBOX_QUIET_REFUSAL=compromised'
+
+/** How much of our stdin has been read (a pipe, file or terminal), to tell whether a refused exec used any of it. */
+function bytesRead(): number {
+  return (process.stdin as {bytesRead?: number}).bytesRead ?? 0
+}
+
+async function execOnce(ctx: Context, ws: Workspace, command: string[], options: SessionOptions): Promise<number> {
   if (!options.interactive && options.network === undefined) {
     // A warm exec is the common case: go straight to the sandbox, and start it
     // only when the engine says it is missing or not running (nothing has run then).
@@ -69,7 +95,7 @@ export async function execInSandbox(ctx: Context, ws: Workspace, command: string
   const name = await ensureRunning(ctx, ws, options)
   if (!options.interactive) return execStreaming(ctx, name, command)
   const tty = Boolean(process.stdin.isTTY && process.stdout.isTTY)
-  const env: Record<string, string> = {}
+  const env: Record<string, string> = {AGENT_SANDBOX_QUIET_REFUSAL: 'compromised'}
   if (tty && process.env.TERM) env.TERM = process.env.TERM
   // The child owns the terminal now: Ctrl-C is for it, not for us.
   const ignore = () => {}
@@ -112,6 +138,8 @@ async function execStreaming(ctx: Context, name: string, command: string[]): Pro
   try {
     const result = await ctx.engine.containers.exec(name, [SANDBOX_EXEC, ...command], {
       user: SANDBOX_USER,
+      // Refused in a compromised sandbox: say nothing, execInSandbox restarts it and says why.
+      env: [QUIET_REFUSAL],
       stdin: process.stdin,
       collect: false,
       signal: abort.signal,

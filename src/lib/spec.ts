@@ -247,6 +247,11 @@ export function buildSpec(ws: Workspace, settings: Settings, options: SpecOption
     {name: 'AGENT_SANDBOX_UID', value: String(ws.uid), secret: false},
     {name: 'AGENT_SANDBOX_GID', value: String(ws.gid), secret: false},
   ]
+  // mount-watch (base-image/mount-watch.sh) keeps these read-only, or kills the agent's processes.
+  const protectedTargets = mounts.filter((m) => m.type === 'bind' && m.readOnly && m.target.startsWith(`${wsMount}/`)).map((m) => m.target)
+  if (protectedTargets.length) env.push({name: 'AGENT_SANDBOX_PROTECTED_MOUNTS', value: protectedTargets.join('\n'), secret: false})
+  // The agent's own .git over the host's must stay too (only the host removing its whole .git would detach it).
+  if (ownGit) env.push({name: 'AGENT_SANDBOX_KEPT_MOUNTS', value: posix.join(wsMount, '.git'), secret: false})
   if (allowDomains.length) env.push({name: 'AGENT_SANDBOX_ALLOW_DOMAINS', value: allowDomains.join(','), secret: false})
   if (ports.length) {
     env.push({name: 'AGENT_SANDBOX_INBOUND_PORTS', value: [...new Set(ports.map((p) => p.containerPort))].join(','), secret: false})

@@ -5,7 +5,7 @@
 # is an empty directory standing in for the sandbox's git volume. The agent is
 # uid/gid 4242 and owns the host repository, as the workspace owner does.
 # The script wants a user NAME with a group of the same name, so a throwaway
-# one is made for this file if uid 4242 has none.
+# one (agentbats) is made if uid 4242 has none.
 
 load test_helper
 
@@ -17,19 +17,14 @@ GATE=git://127.0.0.1:9418/ws
 
 setup_file() {
   [ "$(id -u)" = 0 ] || return 0 # setup fails with the reason
-  AGENT_NAME="$(getent passwd "$AGENT" | cut -d: -f1)"
-  if [ -z "$AGENT_NAME" ]; then
-    getent group "$AGENT" >/dev/null || { groupadd -g "$AGENT" agentbats && touch "$BATS_FILE_TMPDIR/made-group"; }
-    useradd -u "$AGENT" -g "$AGENT" -M -N -d /nonexistent -s /usr/sbin/nologin agentbats
-    touch "$BATS_FILE_TMPDIR/made-user"
-    AGENT_NAME=agentbats
+  # Made once and kept: deleting it after the run would pull it from under a
+  # concurrent run of this file. Creation tolerates such a run's making it first.
+  if ! getent passwd "$AGENT" >/dev/null; then
+    getent group "$AGENT" >/dev/null || groupadd -g "$AGENT" agentbats 2>/dev/null || true
+    useradd -u "$AGENT" -g "$AGENT" -M -N -d /nonexistent -s /usr/sbin/nologin agentbats 2>/dev/null || true
   fi
+  AGENT_NAME="$(getent passwd "$AGENT" | cut -d: -f1)"
   export AGENT_NAME
-}
-
-teardown_file() {
-  [ ! -e "$BATS_FILE_TMPDIR/made-user" ] || userdel agentbats
-  [ ! -e "$BATS_FILE_TMPDIR/made-group" ] || groupdel agentbats 2>/dev/null || true
 }
 
 setup() {
@@ -271,8 +266,8 @@ core.pager=less
 agent-sandbox.pinned=true"
   assert_equal "$(git config --file "$GD/config" --get extensions.worktreeConfig)" true
   assert_equal "$(git config --file "$GD/config" --get core.repositoryformatversion)" 1
-  # Everything else in .git stays the agent's.
-  assert_equal "$(find "$GD" -mindepth 1 ! -user "$AGENT" ! -path "$GD/config.worktree")" ''
+  # Everything else in .git but the config stays the agent's.
+  assert_equal "$(find "$GD" -mindepth 1 ! -user "$AGENT" ! -path "$GD/config.worktree" ! -path "$GD/config")" ''
 }
 
 @test "pinned: the agent cannot change, move, delete or replace config.worktree (the sticky bit is what stops a replacement)" {
@@ -340,10 +335,9 @@ evil-hooks'
 
   provision
   assert_success
+  # Judged by the outcome: whether these writes succeed is not the point.
   run agit config core.hooksPath "$MARK/evil-hooks"
-  assert_success
   run agit config core.fsmonitor "touch $MARK/evil-fsmonitor; :"
-  assert_success
   assert_equal "$(agit config --get core.hooksPath)" "$HG/hooks"
   assert_equal "$(agit config --get core.fsmonitor)" false
   run agit status --porcelain
@@ -354,16 +348,23 @@ evil-hooks'
 host-hook'
 }
 
-@test "pinned: the agent cannot switch the pinned file off in its own config (extensions.worktreeConfig=false)" {
+@test "pinned (a guardrail): switched off by hand in the agent's own config, it is back before the agent's next command" {
   provision
   assert_success
   mkdir -p "$MARK/evil-hooks"
   printf '#!/bin/sh\ntouch %s/evil-hook\n' "$MARK" > "$MARK/evil-hooks/pre-commit"
   chmod 0755 "$MARK/evil-hooks/pre-commit"
-  agit config core.hooksPath "$MARK/evil-hooks"
-  # .git/config is the agent's file: plain git config (or any editor) can write it.
-  run agit config extensions.worktreeConfig false
-  agit commit -q --allow-empty -m 'agent commit'
+  # Control: a plain write to the agent's own config (no wrapper sees it) switches the pinned file off.
+  as_agent sh -c "printf '[extensions]\\n\\tworktreeConfig = false\\n[core]\\n\\thooksPath = %s\\n' '$MARK/evil-hooks' >> '$GD/config'"
+  assert_equal "$(agit config --get core.hooksPath)" "$MARK/evil-hooks"
+  # The agent's next command goes through sandbox-exec, which switches it back on first.
+  mkdir -p "$TEST_TMP/state"
+  : > "$TEST_TMP/state/ready"
+  run --separate-stderr as_agent env AGENT_SANDBOX_STATE_DIR="$TEST_TMP/state" AGENT_SANDBOX_HOST_GIT="$HG" AGENT_SANDBOX_GIT_WORKTREE="$WS" \
+    AGENT_SANDBOX_AGENT_GIT_SCRIPT=/bin/true GIT_CONFIG_SYSTEM="$AGENT_SANDBOX_SYSTEM_GITCONFIG" GIT_CONFIG_GLOBAL=/dev/null \
+    "$ROOT/base-image/sandbox-exec.sh" git -C "$WS" commit -q --allow-empty -m 'agent commit'
+  assert_success
+  [[ "$stderr" == *"extensions.worktreeConfig was turned off"* ]] || fail "no notice on stderr: $stderr"
   [ ! -e "$MARK/evil-hook" ] || fail "the agent's core.hooksPath ran its hook: the pinned keys did not win"
   assert_equal "$(agit config --get core.hooksPath)" "$HG/hooks"
 }
@@ -371,9 +372,10 @@ host-hook'
 @test "a second run pins again what the agent changed in its config, and names WORKTREE safe once" {
   provision
   assert_success
-  agit config extensions.worktreeConfig false
-  agit remote set-url host https://example.invalid/elsewhere.git
-  agit config --add remote.host.fetch '+refs/heads/*:refs/heads/*'
+  # Judged by the outcome: whether these writes succeed is not the point.
+  run agit config extensions.worktreeConfig false
+  run agit remote set-url host https://example.invalid/elsewhere.git
+  run agit config --add remote.host.fetch '+refs/heads/*:refs/heads/*'
   provision
   assert_success
   assert_equal "$(git config --file "$GD/config" --get extensions.worktreeConfig)" true

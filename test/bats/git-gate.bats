@@ -13,7 +13,6 @@ load test_helper
 bats_require_minimum_version 1.5.0
 
 GATE="$ROOT/base-image/git-gate.sh"
-ZERO=0000000000000000000000000000000000000000
 
 setup() {
   common_setup

@@ -235,6 +235,17 @@ teardown() {
   assert_blocked git config --glob core.hooksPath /dev/null
 }
 
+@test "blocked: switching off the pinned config (extensions.*, core.repositoryformatversion)" {
+  assert_blocked git config extensions.worktreeConfig false
+  assert_blocked git config --unset extensions.worktreeConfig
+  assert_blocked git config set extensions.worktreeconfig no
+  assert_blocked git config --remove-section extensions
+  assert_blocked git config core.repositoryformatversion 0
+  # control: the real git does switch it off
+  real_git config extensions.worktreeConfig false
+  assert_equal "$(real_git config extensions.worktreeConfig)" false
+}
+
 @test "blocked: unsetting the repository's core.hooksPath" {
   cd ../husky
   assert_blocked git config --unset core.hooksPath

@@ -25,6 +25,9 @@ setup() {
   # For root's own git on the fixtures, which belong to the agent (the script brings its own).
   printf '[safe]\n\tdirectory = *\n' > "$HOME/.gitconfig"
   HOST="$AGENT_SANDBOX_WORKSPACE_ROOT/proj"
+  # The remote `host` is the sandbox's push gate (git-gate.sh, not running here):
+  # the host repository itself stands in for it, so that pushes land there.
+  export AGENT_SANDBOX_GATE_URL="file://$HOST"
   REPO="$AGENT_SANDBOX_SHELF/repo"
   WT="$AGENT_SANDBOX_SHELF/worktrees"
   make_host main
@@ -98,7 +101,7 @@ make_origin() {
   assert_equal "$(sgit rev-parse --is-bare-repository)" false
   assert_equal "$(ls -A "$REPO")" .git
   assert_equal "$(sgit remote)" host
-  assert_equal "$(sgit remote get-url host)" "file://$HOST"
+  assert_equal "$(sgit remote get-url host)" "$AGENT_SANDBOX_GATE_URL"
   assert_equal "$(git -c safe.directory='*' -C "$WT/feat" symbolic-ref --short HEAD)" feat
   assert_equal "$(sgit rev-parse refs/heads/feat)" "$(hgit rev-parse main)"
   # --no-track: the new branch does not follow main
@@ -122,6 +125,19 @@ make_origin() {
   run setpriv --reuid="$AGENT" --regid="$AGENT" --clear-groups sh -c "echo x >> '$AGENT_SANDBOX_SHELF/repo/.git/config'"
   assert_failure
   [ -d "$AGENT_SANDBOX_SHELF/repo/.git" ]
+}
+
+@test "the remote host is the push gate by default; provisioning reads the host repository at its file:// path" {
+  unset AGENT_SANDBOX_GATE_URL
+  provision feat
+  assert_result feat 'new from host/main' none
+  assert_equal "$(sgit remote get-url host)" git://127.0.0.1:19418/ws
+  assert_equal "$(sgit config --get-all remote.host.fetch)" '+refs/heads/*:refs/remotes/host/*'
+  assert_equal "$(sgit rev-parse refs/remotes/host/main)" "$(hgit rev-parse main)"
+  # A second run (the gate is not there for provisioning) still fetches from the host.
+  host_commit main 'second on main'
+  provision feat
+  assert_equal "$(sgit rev-parse refs/remotes/host/main)" "$(hgit rev-parse main)"
 }
 
 @test "first run: a host repository owned by someone else than the agent (a root-owned workspace)" {

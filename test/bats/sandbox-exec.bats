@@ -90,3 +90,119 @@ EOF
   assert_equal "$status" 125
   [ ! -e "$TEST_TMP/ran" ]
 }
+
+# ------------------------------------------------------------ bind mode: agent-git --sync when a host ref is newer
+
+# run --separate-stderr below (read when the file is loaded, so it holds for every test).
+bats_require_minimum_version 1.5.0
+
+# sync_fixture: a provisioned agent git directory on feat, synced at 2020-01-01,
+# and the host's .git whose feat and packed-refs are older still; a stub
+# agent-git that logs its call.
+sync_fixture() {
+  : > "$AGENT_SANDBOX_STATE_DIR/ready"
+  export AGENT_SANDBOX_GIT_WORKTREE="$TEST_TMP/ws"
+  export AGENT_SANDBOX_HOST_GIT="$TEST_TMP/host-git"
+  export AGENT_SANDBOX_AGENT_GIT_SCRIPT="$STUB_BIN/agent-git"
+  stub agent-git
+  GD="$AGENT_SANDBOX_GIT_WORKTREE/.git"
+  mkdir -p "$GD" "$AGENT_SANDBOX_HOST_GIT/refs/heads"
+  printf 'ref: refs/heads/feat\n' > "$GD/HEAD"
+  echo 0123456789abcdef0123456789abcdef01234567 > "$AGENT_SANDBOX_HOST_GIT/refs/heads/feat"
+  printf '# pack-refs with: peeled fully-peeled sorted\n' > "$AGENT_SANDBOX_HOST_GIT/packed-refs"
+  touch -d '2019-06-01 00:00:00' "$AGENT_SANDBOX_HOST_GIT/refs/heads/feat" "$AGENT_SANDBOX_HOST_GIT/packed-refs"
+  touch -d '2020-01-01 00:00:00' "$GD/agent-sandbox-synced"
+}
+
+@test "sync: the host's checked-out ref newer than the stamp: agent-git --sync runs, then the command" {
+  sync_fixture
+  touch -d '2021-01-01 00:00:00' "$AGENT_SANDBOX_HOST_GIT/refs/heads/feat"
+  run --separate-stderr "$SCRIPT" echo ran
+  assert_success
+  assert_output ran
+  assert_equal "$(cat "$STUB_LOG")" "agent-git --sync $AGENT_SANDBOX_GIT_WORKTREE $AGENT_SANDBOX_HOST_GIT"
+}
+
+@test "sync: packed-refs newer than the stamp: agent-git --sync runs" {
+  sync_fixture
+  rm "$AGENT_SANDBOX_HOST_GIT/refs/heads/feat" # packed by the host's git gc
+  touch -d '2021-01-01 00:00:00' "$AGENT_SANDBOX_HOST_GIT/packed-refs"
+  run --separate-stderr "$SCRIPT" echo ran
+  assert_success
+  assert_output ran
+  assert_equal "$(cat "$STUB_LOG")" "agent-git --sync $AGENT_SANDBOX_GIT_WORKTREE $AGENT_SANDBOX_HOST_GIT"
+}
+
+@test "sync: a detached HEAD: only packed-refs counts" {
+  sync_fixture
+  echo 0123456789abcdef0123456789abcdef01234567 > "$GD/HEAD"
+  touch -d '2021-01-01 00:00:00' "$AGENT_SANDBOX_HOST_GIT/refs/heads/feat"
+  run --separate-stderr "$SCRIPT" echo ran
+  assert_success
+  assert_equal "$(cat "$STUB_LOG")" ''
+  touch -d '2021-01-01 00:00:00' "$AGENT_SANDBOX_HOST_GIT/packed-refs"
+  run --separate-stderr "$SCRIPT" echo ran
+  assert_success
+  assert_equal "$(cat "$STUB_LOG")" "agent-git --sync $AGENT_SANDBOX_GIT_WORKTREE $AGENT_SANDBOX_HOST_GIT"
+}
+
+@test "sync: never when the stamp is newer than the host's refs" {
+  sync_fixture
+  touch -d '2021-01-01 00:00:00' "$AGENT_SANDBOX_HOST_GIT/refs/heads/feat" "$AGENT_SANDBOX_HOST_GIT/packed-refs"
+  touch -d '2022-01-01 00:00:00' "$GD/agent-sandbox-synced"
+  run --separate-stderr "$SCRIPT" echo ran
+  assert_success
+  assert_output ran
+  assert_equal "$(cat "$STUB_LOG")" ''
+}
+
+@test "sync: a host ref of another branch being newer does not count" {
+  sync_fixture
+  echo 0123456789abcdef0123456789abcdef01234567 > "$AGENT_SANDBOX_HOST_GIT/refs/heads/main"
+  touch -d '2021-01-01 00:00:00' "$AGENT_SANDBOX_HOST_GIT/refs/heads/main"
+  run --separate-stderr "$SCRIPT" echo ran
+  assert_success
+  assert_equal "$(cat "$STUB_LOG")" ''
+}
+
+@test "sync: never without AGENT_SANDBOX_HOST_GIT and AGENT_SANDBOX_GIT_WORKTREE, nor before the first sync" {
+  sync_fixture
+  touch -d '2021-01-01 00:00:00' "$AGENT_SANDBOX_HOST_GIT/refs/heads/feat"
+  AGENT_SANDBOX_HOST_GIT='' run --separate-stderr "$SCRIPT" echo ran
+  assert_success
+  assert_output ran
+  env -u AGENT_SANDBOX_GIT_WORKTREE "$SCRIPT" true
+  assert_equal "$(cat "$STUB_LOG")" ''
+  # Control: with both, it runs.
+  run --separate-stderr "$SCRIPT" true
+  assert_equal "$(cat "$STUB_LOG")" "agent-git --sync $AGENT_SANDBOX_GIT_WORKTREE $AGENT_SANDBOX_HOST_GIT"
+  : > "$STUB_LOG"
+  rm "$GD/agent-sandbox-synced"
+  run --separate-stderr "$SCRIPT" echo ran
+  assert_success
+  assert_output ran
+  assert_equal "$(cat "$STUB_LOG")" ''
+}
+
+@test "sync: a failing sync does not stop the command, and its output goes to stderr" {
+  sync_fixture
+  stub agent-git 'echo "agent-git: sync output"; echo "agent-git: it broke" >&2; exit 3'
+  touch -d '2021-01-01 00:00:00' "$AGENT_SANDBOX_HOST_GIT/refs/heads/feat"
+  run --separate-stderr "$SCRIPT" bash -c 'echo ran; exit 7'
+  assert_equal "$status" 7
+  assert_output ran
+  assert_equal "$stderr" 'agent-git: sync output
+agent-git: it broke'
+  assert_equal "$(cat "$STUB_LOG")" "agent-git --sync $AGENT_SANDBOX_GIT_WORKTREE $AGENT_SANDBOX_HOST_GIT"
+}
+
+@test "sync: never when set-up failed" {
+  sync_fixture
+  rm "$AGENT_SANDBOX_STATE_DIR/ready"
+  echo 'firewall set-up failed' > "$AGENT_SANDBOX_STATE_DIR/failed"
+  touch -d '2021-01-01 00:00:00' "$AGENT_SANDBOX_HOST_GIT/refs/heads/feat"
+  run "$SCRIPT" touch "$TEST_TMP/ran"
+  assert_equal "$status" 125
+  assert_equal "$(cat "$STUB_LOG")" ''
+  [ ! -e "$TEST_TMP/ran" ]
+}

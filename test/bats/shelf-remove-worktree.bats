@@ -20,6 +20,8 @@ setup() {
   export AGENT_SANDBOX_WORKSPACE_ROOT="$TEST_TMP/workspace"
   export AGENT_SANDBOX_REAL_GIT=/usr/bin/git
   HOST="$AGENT_SANDBOX_WORKSPACE_ROOT/proj"
+  # The host repository stands in for the push gate (git-gate.sh, not running here).
+  export AGENT_SANDBOX_GATE_URL="file://$HOST"
   REPO="$AGENT_SANDBOX_SHELF/repo"
   WT="$AGENT_SANDBOX_SHELF/worktrees/feat"
   mkdir -p "$AGENT_SANDBOX_SHELF" "$HOST"

@@ -105,6 +105,12 @@ describe('buildSpec', () => {
     ])
   })
 
+  it('tells mount-watch every read-only mount inside the workspace, one a line', () => {
+    expect(spec.env).toContainEqual({name: 'AGENT_SANDBOX_PROTECTED_MOUNTS', value: '/workspace/My Repo/.git/hooks\n/workspace/My Repo/.agent-sandbox', secret: false})
+    const none = buildSpec(ws, settings(), {protectedPaths: []})
+    expect(none.env.map((e) => e.name)).not.toContain('AGENT_SANDBOX_PROTECTED_MOUNTS')
+  })
+
   it('adds the shelf, history and agent config volumes and a tmpfs state dir', () => {
     const byTarget = Object.fromEntries(spec.mounts.map((m) => [m.target, m]))
     expect(byTarget['/repo-shelf']).toEqual({type: 'volume', source: `agent-sbx-repo-${ws.hash}`, target: '/repo-shelf', readOnly: false})

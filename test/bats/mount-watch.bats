@@ -1,0 +1,237 @@
+#!/usr/bin/env bats
+# base-image/mount-watch.sh against a fake mountinfo and a fake /proc, with setpriv
+# stubbed (it logs the kill it would run as node); sandbox-exec's refusal and
+# doctor.sh's mount rows on the same kind of fakes.
+
+load test_helper
+
+bats_require_minimum_version 1.5.0
+
+SCRIPT="$ROOT/base-image/mount-watch.sh"
+
+setup() {
+  common_setup
+  export AGENT_SANDBOX_STATE_DIR="$TEST_TMP/state"
+  export AGENT_SANDBOX_MOUNTINFO="$TEST_TMP/mountinfo"
+  export AGENT_SANDBOX_PROC_DIR="$TEST_TMP/proc"
+  export AGENT_SANDBOX_WATCH_INTERVAL=0.01
+  export AGENT_SANDBOX_PROTECTED_MOUNTS=$'/workspace/my repo/.husky\n/workspace/my repo/.agent-precommit/user-context.json'
+  mkdir -p "$AGENT_SANDBOX_STATE_DIR" "$AGENT_SANDBOX_PROC_DIR"
+  mountinfo husky ctx
+  stub id 'echo 1234'
+  stub setpriv
+  WATCH_PID=""
+}
+
+teardown() {
+  if [ -n "$WATCH_PID" ]; then kill "$WATCH_PID" 2> /dev/null || true; fi
+  common_teardown
+}
+
+# mountinfo [husky] [ctx] [rw]: write the fake mountinfo (atomically, as the
+# kernel's view changes at once), with the named protected mounts present.
+mountinfo() {
+  local opts=ro f="$TEST_TMP/mountinfo.new"
+  printf '%s\n' '81 1 0:50 / / rw,relatime master:1 - overlay overlay rw' \
+    '98 81 254:0 /home/me/my\040repo /workspace/my\040repo rw,relatime - ext4 /dev/vda rw' > "$f"
+  for m in "$@"; do [ "$m" != rw ] || opts=rw; done
+  for m in "$@"; do
+    case "$m" in
+      husky) echo "99 98 254:0 /home/me/my\\040repo/.husky /workspace/my\\040repo/.husky $opts,relatime - ext4 /dev/vda rw" >> "$f" ;;
+      ctx) echo "104 98 254:0 /home/me/my\\040repo/.agent-precommit/user-context.json /workspace/my\\040repo/.agent-precommit/user-context.json $opts,relatime - ext4 /dev/vda rw" >> "$f" ;;
+    esac
+  done
+  mv "$f" "$TEST_TMP/mountinfo"
+}
+
+# proc PID UID ARGV...: a fake /proc entry.
+proc() {
+  local pid="$1" uid="$2"
+  shift 2
+  mkdir -p "$AGENT_SANDBOX_PROC_DIR/$pid"
+  printf 'Name:\tx\nUmask:\t0022\nUid:\t%s\t%s\t%s\t%s\n' "$uid" "$uid" "$uid" "$uid" > "$AGENT_SANDBOX_PROC_DIR/$pid/status"
+  printf '%s\0' "$@" > "$AGENT_SANDBOX_PROC_DIR/$pid/cmdline"
+}
+
+# watch_bg: start the watcher; its first line goes to $TEST_TMP/out.
+watch_bg() {
+  "$SCRIPT" > "$TEST_TMP/out" 2> "$TEST_TMP/err" &
+  WATCH_PID=$!
+  wait_for "$TEST_TMP/state/mount-watch.pid"
+}
+
+# wait_for FILE: up to 5 s.
+wait_for() {
+  local i
+  for ((i = 0; i < 500; i++)); do
+    [ ! -e "$1" ] || return 0
+    sleep 0.01
+  done
+  return 1
+}
+
+@test "decodes mountinfo's octal escapes: a workspace path with a space, a tab and a backslash" {
+  export AGENT_SANDBOX_PROTECTED_MOUNTS=$'/w/a b\tc\\d/.husky'
+  printf '%s\n' '99 98 254:0 /x /w/a\040b\011c\134d/.husky ro,relatime - ext4 /dev/vda rw' > "$TEST_TMP/mountinfo"
+  run "$SCRIPT" --check
+  assert_success
+  # Not decoded twice: \134 followed by digits is a backslash and the digits.
+  export AGENT_SANDBOX_PROTECTED_MOUNTS=$'/w/x\\040y'
+  printf '%s\n' '99 98 254:0 /x /w/x\134040y ro,relatime - ext4 /dev/vda rw' > "$TEST_TMP/mountinfo"
+  run "$SCRIPT" --check
+  assert_success
+  printf '%s\n' '99 98 254:0 /x /w/x\040y ro,relatime - ext4 /dev/vda rw' > "$TEST_TMP/mountinfo"
+  run "$SCRIPT" --check
+  assert_failure 1
+  assert_output 'fail: protected path /w/x\040y is not mounted'
+}
+
+@test "start: all mounts in place and read-only: says 'watching', writes its pid, keeps running" {
+  watch_bg
+  run cat "$TEST_TMP/out"
+  assert_output watching
+  kill -0 "$WATCH_PID"
+  [ "$(cat "$TEST_TMP/state/mount-watch.pid")" = "$WATCH_PID" ]
+  # Its private fifo is unlinked once opened.
+  run ls -A "$TEST_TMP/state"
+  assert_output mount-watch.pid
+  [ ! -s "$STUB_LOG" ] || grep -v '^id ' "$STUB_LOG" | { ! grep .; }
+}
+
+@test "start: a mount missing or read-write fails at once, naming it" {
+  mountinfo husky
+  run "$SCRIPT"
+  assert_failure 1
+  assert_output 'fail: protected path /workspace/my repo/.agent-precommit/user-context.json is not mounted'
+  mountinfo husky ctx rw
+  run "$SCRIPT"
+  assert_failure 1
+  assert_output --regexp '^fail: protected path /workspace/my repo/.* is mounted read-write$'
+  [ ! -e "$TEST_TMP/state/compromised" ]
+  run grep setpriv "$STUB_LOG"
+  assert_failure
+}
+
+@test "a mount vanishing: one kill(-1) as node, the marker, a line in the log, then any new node process is killed" {
+  proc 40 1234 sleep 300
+  proc 41 0 /usr/sbin/dnsmasq
+  proc 42 1234 bash /usr/local/bin/sandbox-exec sh -c 'echo x'
+  proc 43 1234 /usr/bin/env bash /usr/local/bin/sandbox-exec true
+  proc 44 1234 runc init
+  watch_bg
+  mountinfo ctx
+  wait_for "$TEST_TMP/state/compromised"
+  run cat "$TEST_TMP/state/compromised"
+  assert_output 'protected path /workspace/my repo/.husky was unmounted (changed on the host)'
+  sleep 0.1
+  run grep -m 1 '^setpriv' "$STUB_LOG"
+  assert_output 'setpriv --reuid=node --regid=node --clear-groups kill -s KILL -- -1'
+  # Then, on every poll, the agent's processes that are not on their way into sandbox-exec.
+  run bash -c 'grep "^setpriv" "$STUB_LOG" | sort -u'
+  assert_output 'setpriv --reuid=node --regid=node --clear-groups kill -s KILL -- -1
+setpriv --reuid=node --regid=node --clear-groups kill -s KILL -- 40'
+  run cat "$TEST_TMP/err"
+  assert_output --partial 'mount-watch: protected path /workspace/my repo/.husky was unmounted (changed on the host): processes of node killed'
+  kill -0 "$WATCH_PID"
+}
+
+@test "setpriv failing (pids limit full): root kills the agent's processes one by one" {
+  stub setpriv 'exit 1'
+  stub kill 'exit 0'
+  proc 40 1234 sleep 300
+  proc 41 0 /usr/sbin/dnsmasq
+  sleep_pid=""
+  sleep 300 &
+  sleep_pid=$!
+  # The fallback kills with bash's builtin kill, so check with a real process of "node".
+  proc "$sleep_pid" 1234 sleep 300
+  watch_bg
+  mountinfo husky
+  wait_for "$TEST_TMP/state/compromised"
+  for ((i = 0; i < 100; i++)); do kill -0 "$sleep_pid" 2> /dev/null || break; sleep 0.01; done
+  run kill -0 "$sleep_pid"
+  assert_failure
+}
+
+@test "unreadable mountinfo counts as every mount gone (fails closed)" {
+  watch_bg
+  rm "$TEST_TMP/mountinfo"
+  wait_for "$TEST_TMP/state/compromised"
+  run grep -c 'kill -s KILL -- -1' "$STUB_LOG"
+  assert_output 1
+}
+
+@test "no fork per poll: 100 polls in its own pid namespace start no process" {
+  [ "$EUID" = 0 ] && command -v unshare > /dev/null || skip "needs root and unshare(1)"
+  # Inside a new pid namespace, ns_last_pid counts every process started there.
+  run unshare --pid --fork bash -c '
+    "$0" > /dev/null 2>&1 &
+    while [ ! -e "$AGENT_SANDBOX_STATE_DIR/mount-watch.pid" ]; do read -r -t 0.01 _ <> <(:) || :; done
+    before=$(< /proc/sys/kernel/ns_last_pid)
+    read -r -t 1 _ <> <(:) || :
+    after=$(< /proc/sys/kernel/ns_last_pid)
+    echo "$before $after"' "$SCRIPT"
+  assert_success
+  read -r before after <<< "$output"
+  # One pid for the second <(:) of the caller itself; none from the watcher's ~100 polls.
+  (( after - before <= 1 ))
+}
+
+@test "sandbox-exec refuses with 125 once compromised, in one line naming the path; quietly for the CLI" {
+  : > "$TEST_TMP/state/ready"
+  echo 'protected path /workspace/my repo/.husky was unmounted (changed on the host)' > "$TEST_TMP/state/compromised"
+  run --separate-stderr "$ROOT/base-image/sandbox-exec.sh" sh -c 'echo ran'
+  assert_equal "$status" 125
+  assert_output ''
+  assert_equal "$stderr" 'agent-sandbox: refused: protected path /workspace/my repo/.husky was unmounted (changed on the host); the sandbox must be restarted (agent-sandbox exec or start restarts it)'
+  AGENT_SANDBOX_QUIET_REFUSAL=compromised run --separate-stderr "$ROOT/base-image/sandbox-exec.sh" sh -c 'echo ran'
+  assert_equal "$status" 125
+  assert_equal "$stderr" ''
+  rm "$TEST_TMP/state/compromised"
+  AGENT_SANDBOX_QUIET_REFUSAL=compromised run "$ROOT/base-image/sandbox-exec.sh" sh -c 'echo "ran ${AGENT_SANDBOX_QUIET_REFUSAL:-unset}"'
+  assert_success
+  assert_output 'ran unset'
+}
+
+@test "doctor --mounts: a row per mount, failing when missing or read-write, and the marker" {
+  export AGENT_SANDBOX_DOCTOR_MOUNTINFO="$TEST_TMP/mountinfo"
+  mountinfo husky ctx
+  run bash "$ROOT/base-image/doctor.sh" --mounts
+  assert_success
+  assert_line --partial $'pass\tcompromised\t'
+  assert_line $'pass\tmount:/workspace/my repo/.husky\tread-only mount in place'
+  assert_line $'pass\tmount:/workspace/my repo/.agent-precommit/user-context.json\tread-only mount in place'
+  mountinfo ctx rw
+  echo 'protected path /workspace/my repo/.husky was unmounted (changed on the host)' > "$TEST_TMP/state/compromised"
+  run bash "$ROOT/base-image/doctor.sh" --mounts
+  assert_failure 1
+  assert_line --partial $'fail\tcompromised\tprotected path /workspace/my repo/.husky was unmounted'
+  assert_line --partial $'fail\tmount:/workspace/my repo/.husky\tnot mounted'
+  assert_line --partial $'fail\tmount:/workspace/my repo/.agent-precommit/user-context.json\tmounted read-write'
+}
+
+@test "doctor --mounts as root: mount-watch must be running" {
+  [ "$EUID" = 0 ] || skip "the liveness row is root's"
+  export AGENT_SANDBOX_DOCTOR_MOUNTINFO="$TEST_TMP/mountinfo"
+  stub id 'echo 0'
+  echo 999999 > "$TEST_TMP/state/mount-watch.pid"
+  run bash "$ROOT/base-image/doctor.sh" --mounts
+  assert_failure 1
+  assert_line --partial $'fail\tmount-watch\tnot running'
+  echo $$ > "$TEST_TMP/state/mount-watch.pid"
+  run bash "$ROOT/base-image/doctor.sh" --mounts
+  assert_success
+  assert_line --partial $'pass\tmount-watch\trunning'
+}
+
+@test "usage errors and a bad interval exit 2" {
+  run "$SCRIPT" --bogus
+  assert_failure 2
+  AGENT_SANDBOX_WATCH_INTERVAL=soon run "$SCRIPT"
+  assert_failure 2
+}
+
+@test "is shellcheck-clean" {
+  command -v shellcheck > /dev/null || skip "shellcheck not installed"
+  shellcheck "$SCRIPT"
+}
