@@ -190,6 +190,7 @@ SPEC_FOR_EACH_REPO="|config|r|y |keep-going|f|y"
 CFG_GLOBALS=()
 WT_OVERRIDE=""      # set when the git dir or work tree is overridden (relative core.hooksPath check)
 PROBE=0             # 1 while checking an alias value being written: only static checks
+PUSH_TO_HOST=0      # 1 for a `git push host …` that the gate may refuse (see push_to_host)
 VIA=""              # how the blocked command was reached (aliases), for the message
 CUR_CMD=""          # the command being checked, for messages
 ALIASES_LOADED=0
@@ -717,6 +718,7 @@ check_push() {
   done
   repo=${POS[0]-$repo}
   ((PROBE == 0)) || return 0
+  [[ $repo == host && $pushall == 0 ]] && PUSH_TO_HOST=1
   runtime_checks push '^(core\.hookspath|remote\..*\.(push|mirror))$'
   for ((i = 0; i < ${#CFG_KEY[@]}; i++)); do
     key=${CFG_KEY[i]}
@@ -913,6 +915,40 @@ check_env_config() {
   return 0
 }
 
+# push_to_host ARGS: `git push host <branch>` through the sandbox's gate. When the
+# gate (or git, seeing the host's branch ahead) refuses a branch because it is
+# protected or the push is not a fast-forward, the same commit is kept on the host
+# as refs/sandbox/<branch>, for the user to review, and one line says so. The
+# push itself still fails (the branch did not move).
+push_to_host() {
+  local err rc line src dst sha all
+  local -a lines=()
+  err=$(mktemp) || exec "$REAL_GIT" "$@"
+  # stderr through tee, as it comes (push progress); a pipeline, so both have ended after it.
+  if { "$REAL_GIT" "$@" 2>&1 1>&3 3>&- | tee "$err" >&2; } 3>&1; then rc=0; else rc=${PIPESTATUS[0]}; fi
+  mapfile -t lines < "$err"
+  rm -f "$err"
+  ((rc != 0)) || return 0
+  all=$(printf '%s\n' "${lines[@]}")
+  for line in "${lines[@]}"; do
+    [[ $line =~ ^\ !\ \[(rejected|remote\ rejected)\]\ +([^ ]+)\ -\>\ ([^ ]+)\ \((non-fast-forward|fetch\ first|pre-receive\ hook\ declined)\) ]] || continue
+    src=${BASH_REMATCH[2]} dst=${BASH_REMATCH[3]}
+    dst=${dst#refs/heads/}
+    [[ $dst != refs/* && $dst != sandbox/* ]] || continue
+    # Only what the gate refuses for being protected or behind, not a deletion or a tag.
+    if [[ ${BASH_REMATCH[4]} == "pre-receive hook declined" && $all != *"refused refs/heads/$dst: "*"refs/sandbox/"* ]]; then continue; fi
+    sha=$("$REAL_GIT" rev-parse --verify --quiet "$src^{commit}") || continue
+    if "$REAL_GIT" push --quiet host "+$sha:refs/sandbox/$dst" 2> /dev/null; then
+      printf 'agent-sandbox: %s was not updated; your commit %s is kept on the host as refs/sandbox/%s for the user to review\n' "$dst" "${sha:0:12}" "$dst" >&2
+    fi
+  done
+  return "$rc"
+}
+
 check_env_config
 check_argv 0 "$@"
+if ((PUSH_TO_HOST)); then
+  push_to_host "$@"
+  exit $?
+fi
 exec "$REAL_GIT" "$@"

@@ -692,3 +692,68 @@ STUB
   assert_equal "$(wc -l <"$STUB_LOG")" 2
   assert_equal "$(tail -n1 "$STUB_LOG")" "call [commit] [-q] [-m] [-n]"
 }
+
+# ------------------------------------------------------------ git push host: kept for review
+
+# host_gate: a remote `host` (a bare copy of origin) behind the gate's own hooks,
+# with main protected, as git-gate.sh serves it.
+host_gate() {
+  real_git clone -q --bare "$ORIGIN" "$TEST_TMP/host.git"
+  mkdir "$TEST_TMP/gate-hooks"
+  cp "$ROOT/base-image/gate-hooks/pre-receive" "$TEST_TMP/gate-hooks/pre-receive"
+  real_git --git-dir="$TEST_TMP/host.git" config core.hooksPath "$TEST_TMP/gate-hooks"
+  real_git remote add host "$TEST_TMP/host.git"
+  export AGENT_SANDBOX_PROTECTED_BRANCHES=main AGENT_SANDBOX_GATE_LOG=/dev/null
+  hooks_pass
+}
+host_rev() { real_git --git-dir="$TEST_TMP/host.git" rev-parse -q --verify "$1" || echo missing; }
+
+@test "push host: a protected branch is not updated, and the commit is kept as refs/sandbox/<branch> with one line" {
+  host_gate
+  local before
+  before=$(host_rev refs/heads/main)
+  run --separate-stderr git push host main
+  assert_failure
+  [[ $stderr == *"agent-sandbox gate: refused refs/heads/main: main is a protected branch"* ]] || fail "$stderr"
+  [[ $stderr == *"agent-sandbox: main was not updated; your commit $(real_git rev-parse --short=12 main) is kept on the host as refs/sandbox/main for the user to review"* ]] || fail "$stderr"
+  assert_equal "$(host_rev refs/heads/main)" "$before"
+  assert_equal "$(host_rev refs/sandbox/main)" "$(real_git rev-parse main)"
+}
+
+@test "push host: a branch behind the host (non-fast-forward, seen by git) is kept as refs/sandbox/<branch>; a second proposal replaces it" {
+  host_gate
+  # diverged: origin has R on it, the work repo has L2 instead
+  run --separate-stderr git push host diverged
+  assert_failure
+  [[ $stderr == *"kept on the host as refs/sandbox/diverged"* ]] || fail "$stderr"
+  assert_equal "$(host_rev refs/sandbox/diverged)" "$(real_git rev-parse diverged)"
+  assert_equal "$(host_rev refs/heads/diverged)" "$(real_git --git-dir="$ORIGIN" rev-parse diverged)"
+  real_git checkout -q diverged
+  real_git commit -q --allow-empty -m again
+  run --separate-stderr git push host diverged
+  assert_failure
+  assert_equal "$(host_rev refs/sandbox/diverged)" "$(real_git rev-parse diverged)"
+}
+
+@test "push host: a fast-forward lands and keeps nothing; a refused delete or tag move keeps nothing" {
+  host_gate
+  run --separate-stderr git push host feature:refs/heads/newbranch
+  assert_success
+  [[ $stderr != *"kept on the host"* ]] || fail "$stderr"
+  assert_equal "$(host_rev refs/sandbox/newbranch)" missing
+  real_git push -q host v1
+  real_git tag -f v1 side >/dev/null
+  run --separate-stderr /usr/bin/git push host +v1
+  assert_failure
+  run --separate-stderr git push host v1
+  assert_failure
+  [[ $stderr != *"kept on the host"* ]] || fail "$stderr"
+}
+
+@test "control: pushing to another remote keeps nothing (only host goes through the gate)" {
+  host_gate
+  run --separate-stderr git push origin diverged
+  assert_failure
+  [[ $stderr != *"kept on the host"* ]] || fail "$stderr"
+  assert_equal "$(host_rev refs/sandbox/diverged)" missing
+}

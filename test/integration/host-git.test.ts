@@ -79,6 +79,11 @@ beforeAll(async () => {
   await run('chown', ['-R', `${TEST_UID}:${TEST_UID}`, ws])
   await userOk('add', '.agent-sandbox', '.husky')
   await userOk('commit', '-q', '-m', 'agent-sandbox set-up')
+  // A branch without .husky, for the branch switch below.
+  await userOk('checkout', '-q', '-b', 'nohusky')
+  await userOk('rm', '-q', '-r', '.husky')
+  await userOk('commit', '-q', '-m', 'no husky here')
+  await userOk('checkout', '-q', 'feat')
   await userOk('push', '-q', 'origin', 'HEAD:x')
   await userOk('fetch', '-q', 'origin')
   expect(await userOk('status', '--porcelain'), 'a clean host checkout to start from').toBe('')
@@ -120,6 +125,19 @@ describe('the host .git is never the agent\'s to write', () => {
     ['git gc', () => userOk('gc', '-q')],
     ['git pack-refs --all', () => userOk('pack-refs', '--all')],
     ['git fetch', () => userOk('fetch', '-q', 'origin')],
+    // These replace .husky itself, which detaches its read-only mount: mount-watch stops the
+    // agent, and the next exec restarts the sandbox with the mount back (docs/security.md).
+    [
+      'a branch switch that removes .husky and brings it back',
+      async () => {
+        await userOk('checkout', '-q', 'nohusky')
+        await userOk('checkout', '-q', 'feat')
+      },
+    ],
+    [
+      'a hooks reinstall',
+      () => run('setpriv', ['--reuid', String(TEST_UID), '--regid', String(TEST_UID), '--clear-groups', 'sh', '-c', 'rm -rf .husky && mkdir .husky && printf "#!/bin/sh\\nexit 0\\n" > .husky/pre-commit && chmod +x .husky/pre-commit'], {cwd: ws}),
+    ],
   ]
   it.each(hostActions)('after the user runs %s on the host, nothing planted from inside runs on the host', async (action, hostAction) => {
     await hostAction()
@@ -169,10 +187,12 @@ describe('everyday git inside, and the gate', () => {
       expect(r.stderr, attempt).toMatch(/refused|rejected/)
     }
     expect({feat: await userOk('rev-parse', 'feat'), main: await userOk('rev-parse', 'main')}).toEqual(before)
-    // The one-line hint works: a proposal for review lands under refs/sandbox/.
-    const propose = await sbx(ws, '/usr/bin/git', 'push', '-q', 'host', 'HEAD:refs/sandbox/main')
-    expect(propose.exitCode, propose.stderr).toBe(0)
+    // Through the wrapper, the refused commit is kept for review under refs/sandbox/, in one line.
+    const kept = await sbx(ws, 'git', 'push', 'host', 'HEAD:main')
+    expect(kept.exitCode).not.toBe(0)
+    expect(kept.stderr).toContain(`agent-sandbox: main was not updated; your commit ${before.feat.slice(0, 12)} is kept on the host as refs/sandbox/main for the user to review`)
     expect(await userOk('rev-parse', 'refs/sandbox/main')).toBe(before.feat)
+    expect(await userOk('rev-parse', 'main')).toBe(before.main)
   })
 
   it('follows the user\'s commits on the host; a push behind the host is refused with a hint', async () => {
