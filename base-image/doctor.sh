@@ -128,15 +128,8 @@ check_ready() {
 
 # ---- protected mounts ----------------------------------------------------------
 
-# decode_mountpoint VAR FIELD: mountinfo's octal escapes undone (as mount-watch.sh).
-decode_mountpoint() {
-  local s="$2"
-  s="${s//\\040/ }"
-  s="${s//\\011/$'\t'}"
-  s="${s//\\012/$'\n'}"
-  s="${s//\\134/\\}"
-  printf -v "$1" '%s' "$s"
-}
+# shellcheck source=base-image/mount-lib.sh
+. "${AGENT_SANDBOX_LIB_DIR:-/usr/local/lib/agent-sandbox}/mount-lib.sh"
 
 # check_mounts: each expected mount point is in mountinfo, its top mount read-only.
 check_mounts() {

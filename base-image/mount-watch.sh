@@ -54,27 +54,8 @@ fail() {
   exit 1
 }
 
-# decode_mountpoint VAR FIELD: set VAR to FIELD with the kernel's octal escapes
-# undone (mountinfo escapes space, tab, newline and backslash; \134 goes last so
-# that an escaped backslash followed by digits is not decoded twice).
-decode_mountpoint() {
-  local s="$2"
-  s="${s//\\040/ }"
-  s="${s//\\011/$'\t'}"
-  s="${s//\\012/$'\n'}"
-  s="${s//\\134/\\}"
-  printf -v "$1" '%s' "$s"
-}
-
-# encode_mountpoint VAR PATH: the reverse, as the kernel writes PATH in mountinfo.
-encode_mountpoint() {
-  local s="$2"
-  s="${s//\\/\\134}"
-  s="${s// /\\040}"
-  s="${s//$'\t'/\\011}"
-  s="${s//$'\n'/\\012}"
-  printf -v "$1" '%s' "$s"
-}
+# shellcheck source=base-image/mount-lib.sh
+. "${AGENT_SANDBOX_LIB_DIR:-/usr/local/lib/agent-sandbox}/mount-lib.sh"
 
 [[ "$INTERVAL" =~ ^[0-9]*\.?[0-9]+$ ]] || abort "AGENT_SANDBOX_WATCH_INTERVAL is not a number of seconds: $INTERVAL"
 

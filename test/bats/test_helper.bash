@@ -6,6 +6,8 @@ load "$ROOT/node_modules/bats-support/load.bash"
 load "$ROOT/node_modules/bats-assert/load.bash"
 
 common_setup() {
+  # The scripts source their libraries from here (the image installs them in /usr/local/lib/agent-sandbox).
+  export AGENT_SANDBOX_LIB_DIR="$ROOT/base-image"
   TEST_TMP="$(mktemp -d)"
   export TEST_TMP
   export HOME="$TEST_TMP/home"
