@@ -33,7 +33,7 @@ count_vitest() {
     return
   fi
   local p f s
-  read -r p f s < <(node -e 'const r=require(process.argv[1]);console.log(r.numPassedTests, r.numFailedTests + (r.numTotalTestSuites && r.testResults.filter(t=>t.status==="failed"&&t.assertionResults.length===0).length), r.numPendingTests + r.numTodoTests)' "$file")
+  read -r p f s < <(node -e 'const r=require(process.argv[1]);console.log(r.numPassedTests, r.numFailedTests + r.testResults.filter(t=>t.status==="failed"&&!t.assertionResults.some(a=>a.status==="failed")).length, r.numPendingTests + r.numTodoTests)' "$file")
   passed=$((passed + p))
   failed=$((failed + f))
   skipped=$((skipped + s))

@@ -356,7 +356,9 @@ export function buildGateSpec(ws: Workspace, sandbox: SandboxSpec, settings: Set
     networkMode: `container:${sandbox.name}`,
     ports: [],
     limits: {pids: 512},
-    ...(options.userns ? {userns: options.userns} : {}),
+    // Rootless Podman cannot mount /sys in a network namespace its user namespace
+    // does not own: the gate joins the sandbox's user namespace (keep-id) too.
+    ...(options.userns ? {userns: `container:${sandbox.name}`} : {}),
     entrypoint: [GATE_ENTRYPOINT],
     readOnlyRootfs: true,
   }

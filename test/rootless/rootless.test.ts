@@ -76,8 +76,10 @@ beforeAll(async () => {
 
 afterAll(async () => {
   // Everything this suite made is labelled with a workspace under ROOT.
-  const ps = await podman('ps', '-a', '--format', '{{.ID}} {{index .Labels "dev.agent-sandbox.workspace"}}')
-  const ids = ps.stdout.split('\n').filter((line) => line.split(' ')[1]?.startsWith(`${ROOT}/`)).map((line) => line.split(' ')[0])
+  const ps = await podman('ps', '-a', '--format', '{{.ID}} {{index .Labels "dev.agent-sandbox.workspace"}} {{index .Labels "dev.agent-sandbox.kind"}}')
+  const rows = ps.stdout.split('\n').filter((line) => line.split(' ')[1]?.startsWith(`${ROOT}/`))
+  // Gates first: Podman keeps a container that another one's network and user namespace depend on.
+  const ids = [...rows.filter((line) => line.split(' ')[2] === 'gate'), ...rows.filter((line) => line.split(' ')[2] !== 'gate')].map((line) => line.split(' ')[0])
   if (ids.length) await podman('rm', '-f', ...ids)
   const vols = await podman('volume', 'ls', '--format', '{{.Name}} {{index .Labels "dev.agent-sandbox.workspace"}}')
   const names = vols.stdout.split('\n').filter((line) => line.split(' ')[1]?.startsWith(`${ROOT}/`)).map((line) => line.split(' ')[0])
@@ -118,7 +120,7 @@ describe('rootless Podman', () => {
     const r = await cli('doctor', ws, '--json')
     const report = JSON.parse(r.stdout || '{}')
     expect(r.exitCode, JSON.stringify(report.checks?.filter((c: {status: string}) => c.status !== 'pass'))).toBe(0)
-    const names = (await podman('ps', '--format', '{{.Names}}', '--filter', `label=dev.agent-sandbox.workspace=${ws}`)).stdout.trim()
+    const names = (await podman('ps', '--format', '{{.Names}}', '--filter', `label=dev.agent-sandbox.workspace=${ws}`, '--filter', 'label=dev.agent-sandbox.kind=sandbox')).stdout.trim()
     const rules = mustPass(await podman('exec', '--user', 'root', names, 'iptables', '-S', 'OUTPUT'), 'iptables -S')
     expect(rules.stdout).toContain('-P OUTPUT DROP')
   })
