@@ -68,6 +68,9 @@ describe('the agent\'s own git directory and the push gate', () => {
     expect(env).toEqual({AGENT_SANDBOX_GATE_MODE: 'bind', AGENT_SANDBOX_GATE_PORT: '19418', AGENT_SANDBOX_PROTECTED_BRANCHES: 'main\nrelease/*'})
     expect(gate.labels).toMatchObject({'dev.agent-sandbox.kind': 'gate', 'dev.agent-sandbox.gate-of': sandbox.name})
     expect(buildGateSpec(ws, sandbox, settings(), {branch: 'feat'}).env.find((e) => e.name === 'AGENT_SANDBOX_GATE_MODE')?.value).toBe('branch')
+    // Rootless Podman (keep-id): the gate joins the sandbox's user namespace, which owns the network namespace it joins.
+    expect(buildGateSpec(ws, sandbox, settings(), {userns: 'keep-id'}).userns).toBe(`container:${sandbox.name}`)
+    expect(toCreateOptions(buildGateSpec(ws, sandbox, settings(), {userns: 'keep-id'})).HostConfig?.UsernsMode).toBe(`container:${sandbox.name}`)
   })
 
   it('creates the gate with its own entrypoint and read-only root, and show-run prints it after the sandbox', () => {
