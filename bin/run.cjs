@@ -17,7 +17,7 @@ if (process.env.AGENT_SANDBOX_DEFERRED_CA_CERTS !== undefined) {
 }
 
 // Deprecation warnings from packages we use are for their authors, not for you
-// (docker-modem warns on every ssh:// request, DEP0170); AGENT_SANDBOX_DEBUG shows them.
+// (oclif's and the prompt library's dependencies); AGENT_SANDBOX_DEBUG shows them.
 if (!process.env.AGENT_SANDBOX_DEBUG) process.noDeprecation = true
 
 // `shell` is the default command: `agent-sandbox` and `agent-sandbox <dir>` open a shell.

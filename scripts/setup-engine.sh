@@ -28,7 +28,7 @@ mkdir -p "$CACHE" "$STATE_DIR"
 
 engine_up() { docker info >/dev/null 2>&1; }
 
-apt_install tmux shellcheck time openssl
+apt_install tmux shellcheck time openssl openssh-client openssh-server
 
 if ! engine_up; then
   if ! command -v dockerd >/dev/null 2>&1; then

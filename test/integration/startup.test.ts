@@ -190,16 +190,16 @@ describe('start-up', () => {
         expect(readFileSync(file, 'utf8')).toBe('planted')
       }))
 
-    it('lets the bundle import packages lazily, with and without the cache (dockerode for ssh://)', () =>
+    it('lets the bundle import lazily, with and without the cache (node:https for an https:// engine)', () =>
       withHome(async (home) => {
-        // Nothing listens on port 1: the engine error proves dockerode was imported and tried.
-        const env = {XDG_CACHE_HOME: home, DOCKER_HOST: 'ssh://nobody@127.0.0.1:1'}
+        // Nothing listens on port 1: the engine error proves node:https was imported and tried.
+        const env = {XDG_CACHE_HOME: home, DOCKER_HOST: 'https://127.0.0.1:1'}
         for (const round of ['no cache yet', 'cache taken']) {
           const r = await listJson(env)
           expect(r.exitCode, round).toBe(3)
-          // One line: no warning from node about vm imports, nor docker-modem's deprecation (DEP0170).
+          // One line: no warning from node about vm imports.
           expect(r.stderr.split('\n'), round).toEqual([
-            "agent-sandbox: error: the container engine at ssh://nobody@127.0.0.1:1 refused the connection (ECONNREFUSED) (hint: check that the engine is running (`docker info`) and that DOCKER_HOST is right)",
+            "agent-sandbox: error: the container engine at https://127.0.0.1:1 refused the connection (ECONNREFUSED) (hint: check that the engine is running (`docker info`) and that DOCKER_HOST is right)",
           ])
         }
       }))

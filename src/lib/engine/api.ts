@@ -1,10 +1,10 @@
 /**
- * A small Docker Engine API client on node:http, for local sockets and
- * tcp/http(s) endpoints. Loading dockerode (with its gRPC, protobuf and SSH
+ * The one Engine API client, on node:http, for every transport: local sockets,
+ * tcp/http(s), and ssh:// through `ssh … docker system dial-stdio` (ssh.ts), as
+ * the docker CLI does. Loading dockerode (with its gRPC, protobuf and SSH
  * dependencies) cost more than a whole warm `exec`, so the CLI speaks the
- * handful of JSON calls it needs itself; SSH endpoints still go through
- * dockerode (connect.ts). Errors look like dockerode's: an HTTP status is
- * `statusCode` (with the engine's message), a connection failure keeps its
+ * handful of calls it needs itself (docs/PERFORMANCE.md). An HTTP error status
+ * is `statusCode` (with the engine's message), a connection failure keeps its
  * errno `code`, so that classifyEngineError treats both alike.
  */
 import {Agent, request, type ClientRequest, type IncomingMessage, type OutgoingHttpHeaders, type RequestOptions} from 'node:http'
@@ -13,6 +13,7 @@ import {Duplex, type Readable} from 'node:stream'
 import type {Endpoint} from './endpoint.js'
 import {lazyImport} from '../lazy-import.js'
 import {extraTrust} from '../tls.js'
+import {SshAgent} from './ssh.js'
 
 export class EngineApiError extends Error {
   override name = 'EngineApiError'
@@ -32,7 +33,6 @@ export interface CallOptions {
   body?: unknown
 }
 
-type HttpEndpoint = Exclude<Endpoint, {kind: 'ssh'}>
 
 interface Upgraded {
   upgraded: true
@@ -76,11 +76,15 @@ interface Transport {
 export class EngineApi {
   private transport?: Promise<Transport>
 
-  constructor(private readonly endpoint: HttpEndpoint) {}
+  constructor(private readonly endpoint: Endpoint) {}
 
-  /** node:http, or node:https (loaded only for a TLS endpoint: it costs start-up time). */
+  /** node:http, or node:https (loaded only for a TLS endpoint: it costs start-up time), or ssh. */
   private getTransport(): Promise<Transport> {
     this.transport ??= (async () => {
+      if (this.endpoint.kind === 'ssh') {
+        const target = this.endpoint
+        return {request, shared: new SshAgent(target, {keepAlive: true}), fresh: () => new SshAgent(target, {keepAlive: false})}
+      }
       if (this.endpoint.kind === 'http' && this.endpoint.protocol === 'https') {
         const https = await lazyImport<typeof import('node:https')>('node:https')
         const tls = certs()
@@ -94,6 +98,8 @@ export class EngineApi {
   private options(method: string, path: string, headers: OutgoingHttpHeaders, agent: Agent): RequestOptions {
     const base: RequestOptions = {method, path, headers, agent}
     if (this.endpoint.kind === 'http') return {...base, host: this.endpoint.host, port: this.endpoint.port}
+    // Over ssh the agent makes the connection; the host only names it in the request.
+    if (this.endpoint.kind === 'ssh') return {...base, host: 'docker'}
     return {...base, socketPath: this.endpoint.socketPath}
   }
 

@@ -1,25 +1,6 @@
-/**
- * Builds the one dockerode client for this process and classifies failures to
- * reach it. dockerode is imported lazily so that --help and --version never load it.
- */
-import type Dockerode from 'dockerode'
+/** Classifies failures to reach the engine into one-line EngineErrors with a hint. */
 import {EngineError, isTlsFailure} from '../errors.js'
-import {certs} from './api.js'
 import type {Endpoint} from './endpoint.js'
-import {lazyImport} from '../lazy-import.js'
-
-export async function createDockerode(endpoint: Endpoint): Promise<Dockerode> {
-  const {default: Docker} = await lazyImport<{default: typeof import('dockerode')}>('dockerode')
-  switch (endpoint.kind) {
-    case 'socket':
-    case 'pipe':
-      return new Docker({socketPath: endpoint.socketPath})
-    case 'http':
-      return new Docker({protocol: endpoint.protocol, host: endpoint.host, port: endpoint.port, ...(endpoint.protocol === 'https' ? certs() : {})})
-    case 'ssh':
-      return new Docker({protocol: 'ssh', host: endpoint.host, port: endpoint.port, username: endpoint.username})
-  }
-}
 
 const where = (endpoint: Endpoint) => (endpoint.kind === 'socket' || endpoint.kind === 'pipe' ? endpoint.socketPath : endpoint.dockerHost)
 
@@ -56,6 +37,11 @@ export function classifyEngineError(error: unknown, endpoint: Endpoint): EngineE
         cause: error,
         hint: 'check that the engine is running (`docker info`) and that DOCKER_HOST is right',
       })
+    case 'ESSHAUTH':
+      return new EngineError('permission-denied', `ssh could not log in to the engine's host for ${at}: ${firstLine((error as Error).message)}`, {
+        cause: error,
+        hint: `check that \`ssh ${sshDestination(endpoint)} docker version\` works without a prompt (your key loaded, the host in known_hosts)`,
+      })
     default: {
       const message = error instanceof Error ? error.message : String(error)
       return new EngineError('unhealthy', `the container engine at ${at} is not healthy: ${firstLine(message)}`, {
@@ -64,6 +50,11 @@ export function classifyEngineError(error: unknown, endpoint: Endpoint): EngineE
       })
     }
   }
+}
+
+function sshDestination(endpoint: Endpoint): string {
+  if (endpoint.kind !== 'ssh') return endpoint.dockerHost
+  return `${endpoint.username ? `${endpoint.username}@` : ''}${endpoint.host}${endpoint.port === 22 ? '' : ` -p ${endpoint.port}`}`
 }
 
 function firstLine(text: string): string {

@@ -1,7 +1,7 @@
 /** Containers, through the engine API. */
 import type Dockerode from 'dockerode'
 import type {ContainerCreateOptions, ContainerInspectInfo} from 'dockerode'
-import {PassThrough, type Readable, type Writable} from 'node:stream'
+import type {Readable, Writable} from 'node:stream'
 import {SandboxError, UsageError} from '../errors.js'
 import {demultiplex, type EngineApi} from './api.js'
 import type {ContainerInfo, ContainerSummary, ExecResult, MountSpec} from './types.js'
@@ -94,136 +94,6 @@ async function pumpExec(stream: Readable & {destroy(): void}, options: ExecOptio
 
 export function labelFilters(labels: Record<string, string>): string[] {
   return Object.entries(labels).map(([k, v]) => (v === '' ? k : `${k}=${v}`))
-}
-
-export class DockerodeContainers implements ContainerClient {
-  constructor(private readonly docker: Dockerode) {}
-
-  async list(labels: Record<string, string>): Promise<ContainerSummary[]> {
-    const rows = await this.docker.listContainers({all: true, filters: {label: labelFilters(labels)}})
-    return rows.map((row) => ({
-      id: row.Id,
-      name: (row.Names[0] ?? '').replace(/^\//, ''),
-      image: row.Image,
-      state: row.State,
-      status: row.Status,
-      labels: row.Labels ?? {},
-    }))
-  }
-
-  async inspect(nameOrId: string): Promise<ContainerInfo | undefined> {
-    try {
-      return toContainerInfo(await this.docker.getContainer(nameOrId).inspect())
-    } catch (error) {
-      if (isNotFound(error)) return undefined
-      throw error
-    }
-  }
-
-  async create(options: ContainerCreateOptions): Promise<string> {
-    try {
-      const container = await this.docker.createContainer(options)
-      return container.id
-    } catch (error) {
-      throw createError(error)
-    }
-  }
-
-  async start(id: string): Promise<void> {
-    try {
-      await this.docker.getContainer(id).start()
-    } catch (error) {
-      if ((error as {statusCode?: number}).statusCode === 304) return // already started
-      throw error
-    }
-  }
-
-  async stop(id: string, timeoutSeconds = 3): Promise<void> {
-    try {
-      await this.docker.getContainer(id).stop({t: timeoutSeconds})
-    } catch (error) {
-      if ((error as {statusCode?: number}).statusCode === 304) return // already stopped
-      throw error
-    }
-  }
-
-  async kill(id: string): Promise<void> {
-    try {
-      await this.docker.getContainer(id).kill()
-    } catch (error) {
-      const status = (error as {statusCode?: number}).statusCode
-      if (status === 409 || status === 304 || isNotFound(error)) return
-      throw error
-    }
-  }
-
-  async remove(id: string, options: {force?: boolean} = {}): Promise<void> {
-    try {
-      await this.docker.getContainer(id).remove({force: options.force ?? false, v: false})
-    } catch (error) {
-      if (isNotFound(error)) return
-      throw error
-    }
-  }
-
-  async wait(id: string): Promise<number> {
-    const result = (await this.docker.getContainer(id).wait()) as {StatusCode: number}
-    return result.StatusCode
-  }
-
-  async logs(id: string, tail = 50): Promise<string> {
-    const buffer = (await this.docker.getContainer(id).logs({stdout: true, stderr: true, tail, follow: false})) as unknown as Buffer
-    return demuxToText(buffer)
-  }
-
-  async exec(id: string, cmd: string[], options: ExecOptions = {}): Promise<ExecResult> {
-    const container = this.docker.getContainer(id)
-    const exec = await container.exec({
-      Cmd: cmd,
-      User: options.user,
-      WorkingDir: options.workdir,
-      Env: options.env,
-      AttachStdout: true,
-      AttachStderr: true,
-      AttachStdin: options.stdin !== undefined,
-    })
-    const stream = await exec.start({hijack: options.stdin !== undefined, stdin: options.stdin !== undefined})
-    const {out, err, aborted} = await pumpExec(stream as unknown as Readable, options, (onOut, onErr) => {
-      const stdout = new PassThrough()
-      const stderr = new PassThrough()
-      stdout.on('data', onOut)
-      stderr.on('data', onErr)
-      this.docker.modem.demuxStream(stream, stdout, stderr)
-      if (options.stdin !== undefined) feedStdin(stream, options.stdin)
-      return new Promise<void>((resolve, reject) => {
-        stream.on('end', resolve)
-        stream.on('close', resolve)
-        stream.on('error', reject)
-      })
-    })
-    const exitCode = aborted ? -1 : ((await exec.inspect()).ExitCode ?? -1)
-    return {exitCode, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8')}
-  }
-
-  async stats(id: string): Promise<{pids: number; pidsLimit: number}> {
-    const raw = (await this.docker.getContainer(id).stats({stream: false})) as unknown as {pids_stats?: {current?: number; limit?: number}}
-    return {pids: raw.pids_stats?.current ?? 0, pidsLimit: raw.pids_stats?.limit ?? 0}
-  }
-
-  async attach(id: string, sink: OutputSink): Promise<{ended: Promise<void>}> {
-    const stream = await this.docker.getContainer(id).attach({stream: true, stdout: true, stderr: true})
-    const stdout = new PassThrough()
-    const stderr = new PassThrough()
-    stdout.on('data', (c: Buffer) => sink.onStdout?.(c))
-    stderr.on('data', (c: Buffer) => sink.onStderr?.(c))
-    this.docker.modem.demuxStream(stream, stdout, stderr)
-    const ended = new Promise<void>((resolve) => {
-      stream.on('end', resolve)
-      stream.on('close', resolve)
-      stream.on('error', () => resolve())
-    })
-    return {ended}
-  }
 }
 
 /** The same calls on the engine API directly (see api.ts): no dockerode to load. */

@@ -1,5 +1,4 @@
 /** Images, through the engine API. Builds go through the CLI (streamed output). */
-import type Dockerode from 'dockerode'
 import type {ImageInspectInfo} from 'dockerode'
 import type {EngineApi} from './api.js'
 import {isNotFound} from './containers.js'
@@ -8,29 +7,6 @@ import type {ImageInfo} from './types.js'
 export interface ImageClient {
   inspect(name: string): Promise<ImageInfo | undefined>
   remove(name: string): Promise<void>
-}
-
-export class DockerodeImages implements ImageClient {
-  constructor(private readonly docker: Dockerode) {}
-
-  async inspect(name: string): Promise<ImageInfo | undefined> {
-    try {
-      const raw = await this.docker.getImage(name).inspect()
-      return {id: raw.Id, tags: raw.RepoTags ?? [], labels: raw.Config?.Labels ?? {}, created: raw.Created}
-    } catch (error) {
-      if (isNotFound(error)) return undefined
-      throw error
-    }
-  }
-
-  async remove(name: string): Promise<void> {
-    try {
-      await this.docker.getImage(name).remove({force: true})
-    } catch (error) {
-      if (isNotFound(error)) return
-      throw error
-    }
-  }
 }
 
 /** The same calls on the engine API directly (see api.ts). */

@@ -2,19 +2,18 @@
  * The one engine seam. Everything that talks to Docker or Podman goes through
  * an Engine built once per process and passed down.
  */
-import type Dockerode from 'dockerode'
 import {existsSync, statSync} from 'node:fs'
 import {delimiter, join} from 'node:path'
 import type {RunOptions, RunResult} from '../proc.js'
 import {EngineApi} from './api.js'
-import {classifyEngineError, createDockerode} from './connect.js'
+import {classifyEngineError} from './connect.js'
 import {isTlsFailure} from '../errors.js'
 import {currentContextHost} from './context.js'
-import {ApiContainers, DockerodeContainers, type ContainerClient} from './containers.js'
+import {ApiContainers, type ContainerClient} from './containers.js'
 import {discoverEndpoint, type Endpoint, type EndpointChoice} from './endpoint.js'
-import {ApiImages, DockerodeImages, type ImageClient} from './images.js'
+import {ApiImages, type ImageClient} from './images.js'
 import type {EngineKind} from './types.js'
-import {ApiVolumes, DockerodeVolumes, type VolumeClient} from './volumes.js'
+import {ApiVolumes, type VolumeClient} from './volumes.js'
 
 export * from './types.js'
 export type {ContainerClient} from './containers.js'
@@ -46,8 +45,6 @@ export interface Engine {
   userns(): Promise<string | undefined>
   /** Whether the engine's host labels files for SELinux, so bind mounts need relabelling. */
   selinux(): Promise<boolean>
-  /** The dockerode client for the same endpoint, loaded on first use (an escape hatch; the CLI does not need it). */
-  raw(): Promise<Dockerode>
 }
 
 export interface ConnectOptions {
@@ -61,25 +58,8 @@ export async function connectEngine(options: ConnectOptions = {}): Promise<Engin
   const choice = discoverEndpoint(env, () => currentContextHost(env))
   const requested = options.engine ?? env.AGENT_SANDBOX_ENGINE
   const endpoint = choice.endpoint
-  if (endpoint.kind === 'ssh') {
-    // Only dockerode (through ssh2) speaks to an engine over SSH.
-    const docker = await createDockerode(endpoint)
-    const backend: Backend = {
-      containers: new DockerodeContainers(docker),
-      images: new DockerodeImages(docker),
-      volumes: new DockerodeVolumes(docker),
-      ping: async () => {
-        await docker.ping()
-      },
-      version: () => docker.version() as Promise<RawVersion>,
-      info: () => docker.info() as Promise<RawInfo>,
-      pingHeaders: async () => ({}),
-      raw: async () => docker,
-    }
-    return new DockerEngine(backend, choice, env, requested)
-  }
+  // One client for every transport (api.ts; ssh:// through `docker system dial-stdio`, ssh.ts).
   const api = new EngineApi(endpoint)
-  let dockerode: Promise<Dockerode> | undefined
   const backend: Backend = {
     containers: new ApiContainers(api),
     images: new ApiImages(api),
@@ -90,7 +70,6 @@ export async function connectEngine(options: ConnectOptions = {}): Promise<Engin
     version: () => api.json<RawVersion>('GET', '/version'),
     info: () => api.json<RawInfo>('GET', '/info'),
     pingHeaders: () => api.headers('GET', '/_ping'),
-    raw: () => (dockerode ??= createDockerode(endpoint)),
   }
   return new DockerEngine(backend, choice, env, requested)
 }
@@ -116,7 +95,6 @@ interface Backend {
   version(): Promise<RawVersion>
   info(): Promise<RawInfo>
   pingHeaders(): Promise<Record<string, string | string[] | undefined>>
-  raw(): Promise<Dockerode>
 }
 
 class DockerEngine implements Engine {
@@ -191,10 +169,6 @@ class DockerEngine implements Engine {
     return this.infoOnce
   }
 
-  /** The dockerode client for the same endpoint (loaded on first use). */
-  raw(): Promise<Dockerode> {
-    return this.backend.raw()
-  }
 
   async ping(): Promise<void> {
     try {

@@ -1,5 +1,4 @@
 /** Named volumes, through the engine API. */
-import type Dockerode from 'dockerode'
 import type {EngineApi} from './api.js'
 import {isNotFound, labelFilters} from './containers.js'
 import type {VolumeInfo} from './types.js'
@@ -11,53 +10,13 @@ export interface VolumeClient {
   remove(name: string): Promise<void>
 }
 
-export class DockerodeVolumes implements VolumeClient {
-  constructor(private readonly docker: Dockerode) {}
-
-  async inspect(name: string): Promise<VolumeInfo | undefined> {
-    try {
-      const raw = await this.docker.getVolume(name).inspect()
-      return {name: raw.Name, labels: raw.Labels ?? {}, mountpoint: raw.Mountpoint}
-    } catch (error) {
-      if (isNotFound(error)) return undefined
-      throw error
-    }
-  }
-
-  async ensure(name: string, labels: Record<string, string>): Promise<VolumeInfo> {
-    const existing = await this.inspect(name)
-    if (existing) return existing
-    // Creating an existing volume is a no-op on Docker, so a race here is harmless.
-    const raw = (await this.docker.createVolume({Name: name, Labels: labels})) as unknown as {
-      Name: string
-      Labels?: Record<string, string>
-      Mountpoint: string
-    }
-    return {name: raw.Name, labels: raw.Labels ?? labels, mountpoint: raw.Mountpoint}
-  }
-
-  async list(labels: Record<string, string>): Promise<VolumeInfo[]> {
-    const raw = await this.docker.listVolumes({filters: {label: labelFilters(labels)}})
-    return (raw.Volumes ?? []).map((v) => ({name: v.Name, labels: v.Labels ?? {}, mountpoint: v.Mountpoint}))
-  }
-
-  async remove(name: string): Promise<void> {
-    try {
-      await this.docker.getVolume(name).remove()
-    } catch (error) {
-      if (isNotFound(error)) return
-      throw error
-    }
-  }
-}
-
 interface RawVolume {
   Name: string
   Labels?: Record<string, string> | null
   Mountpoint: string
 }
 
-/** The same calls on the engine API directly (see api.ts). */
+/** Volumes on the engine API (api.ts). */
 export class ApiVolumes implements VolumeClient {
   constructor(private readonly api: EngineApi) {}
 
