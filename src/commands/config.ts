@@ -2,6 +2,7 @@ import {Flags} from '@oclif/core'
 import {BaseCommand} from '../cli/base.js'
 import {pathArg} from '../cli/flags.js'
 import {loadSettings} from '../lib/config/load.js'
+import {detectHookConfig, formatHookConfig, fsHookProbe} from '../lib/hook-config.js'
 import {looksSecret} from '../lib/spec.js'
 import {resolveWorkspace} from '../lib/workspace.js'
 
@@ -21,10 +22,15 @@ export default class Config extends BaseCommand {
       ...loaded.settings,
       env: Object.fromEntries(Object.entries(loaded.settings.env).map(([k, v]) => [k, looksSecret(k) ? '***' : v])),
     }
-    if (flags.json) return this.outJson({settings, sources: loaded.sources, files: loaded.files})
+    const detected = detectHookConfig(fsHookProbe(ws.path), ws.path)
+    const hookConfig = {...detected, protect: loaded.settings.protectHookConfig ? detected.protect : []}
+    if (flags.json) return this.outJson({settings, sources: loaded.sources, files: loaded.files, hookConfig})
     for (const [key, value] of Object.entries(settings)) {
       this.out(`${key.padEnd(18)} ${JSON.stringify(value)}  (${loaded.sources[key as keyof typeof loaded.sources].join(', ')})`)
     }
     this.out(`\nworkspace config: ${loaded.files.workspace}\nuser config:      ${loaded.files.user}`)
+    this.out(`\nhook frameworks:  ${formatHookConfig(detected).join('\n                  ')}`)
+    this.out(`read-only:        ${hookConfig.protect.join(', ') || (loaded.settings.protectHookConfig ? 'nothing' : 'nothing (protectHookConfig is false)')}`)
+    if (detected.embedded.length) this.out(`run from HEAD:    package.json ${detected.embedded.map((k) => `"${k}"`).join(', ')}`)
   }
 }

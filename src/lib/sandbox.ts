@@ -11,6 +11,7 @@ import {buildRepoImage} from './images.js'
 import {withLock} from './lock.js'
 import {provisionBranch} from './shelf.js'
 import {createPlaceholders, fsKindOf, planProtectedPaths} from './protected.js'
+import {detectHookConfig, fsHookProbe, hookConfigLabel, type HookConfigReport} from './hook-config.js'
 import {silentReporter, type Reporter} from './reporter.js'
 import {buildGateSpec, buildSpec, SANDBOX_EXEC, STATE_DIR, toCreateOptions, type SandboxSpec} from './spec.js'
 import {Labels, Names, quoteArg, requireInitialised, sanitizeBranch, type Workspace} from './workspace.js'
@@ -51,6 +52,8 @@ export interface PreparedSandbox {
   skipped: Array<{relative: string; reason: string}>
   /** The GitHub App token this sandbox gets (the workspace's own sandboxes only, not one-shot containers). */
   ghapp?: GhappPlan
+  /** Hook frameworks found and their configuration, mounted read-only (absent: protectHookConfig false, or branch mode). */
+  hookConfig?: HookConfigReport
 }
 
 /** Everything `start` would create, computed without touching the engine or the host. */
@@ -66,7 +69,9 @@ export async function prepareSandbox(ws: Workspace, options: SandboxOptions, env
   // (its own git directory over it, or branch mode's read-only checkout), so
   // paths under it need no mounts of their own.
   const paths = git === 'repository' || branchMode ? settings.protectedPaths.filter((p) => !/^(\.\/)*\.git(\/|$)/.test(p)) : [...settings.protectedPaths, '.git']
-  const plan = planProtectedPaths(paths, kindOf)
+  // Hook frameworks' configuration (issue 20): existing files only, so no placeholders come of it.
+  const hookConfig = settings.protectHookConfig && !branchMode ? detectHookConfig(fsHookProbe(ws.path), ws.path) : undefined
+  const plan = planProtectedPaths([...paths, ...(hookConfig?.protect ?? [])], kindOf)
   const oneShot = options.name !== undefined
   const ownGit = git === 'repository' && !branchMode ? (oneShot ? 'tmpfs' : 'volume') : undefined
   const ghapp = options.name === undefined ? planGhapp(ws, settings.github, Names.container(ws, options.branch), env) : undefined
@@ -80,14 +85,14 @@ export async function prepareSandbox(ws: Workspace, options: SandboxOptions, env
     extraAllowDomains: options.allowDomains,
     name: options.name,
     cmd: options.cmd,
-    labels: options.labels,
+    labels: hookConfig?.frameworks.length ? {[Labels.hookConfig]: hookConfigLabel(hookConfig), ...options.labels} : options.labels,
     ghapp: ghapp?.spec,
     userns: options.userns,
     selinux: options.selinux,
     ownGit,
   })
   const gate = !oneShot && (ownGit === 'volume' || branchMode) ? buildGateSpec(ws, spec, settings, options) : undefined
-  return {spec, gate, settings, placeholders: plan.placeholders, skipped: plan.skipped, ghapp}
+  return {spec, gate, settings, placeholders: plan.placeholders, skipped: plan.skipped, ghapp, hookConfig}
 }
 
 /** What the workspace's .git is: a repository the agent gets its own view of, or something to protect. */

@@ -233,6 +233,8 @@ export function buildSpec(ws: Workspace, settings: Settings, options: SpecOption
       {name: 'AGENT_SANDBOX_GATE_URL', value: GATE_URL, secret: false},
     )
   }
+  // The hook dispatcher (hook-dispatch.sh) runs hooks with HEAD's package.json keys unless this is off.
+  if (ownGit && !settings.protectHookConfig) env.push({name: 'AGENT_SANDBOX_PROTECT_HOOK_CONFIG', value: '0', secret: false})
   if (options.gitIdentity?.name) env.push({name: 'AGENT_SANDBOX_GIT_NAME', value: options.gitIdentity.name, secret: false})
   if (options.gitIdentity?.email) env.push({name: 'AGENT_SANDBOX_GIT_EMAIL', value: options.gitIdentity.email, secret: false})
   for (const [name, value] of Object.entries(settings.env).sort(([a], [b]) => a.localeCompare(b))) {
