@@ -52,7 +52,7 @@ export interface PreparedSandbox {
   skipped: Array<{relative: string; reason: string}>
   /** The GitHub App token this sandbox gets (the workspace's own sandboxes only, not one-shot containers). */
   ghapp?: GhappPlan
-  /** Hook frameworks found and their configuration, mounted read-only (absent: protectHookConfig false, or branch mode). */
+  /** Hook frameworks found and their configuration, mounted read-only in bind mode (absent: protectHookConfig false). */
   hookConfig?: HookConfigReport
 }
 
@@ -70,8 +70,9 @@ export async function prepareSandbox(ws: Workspace, options: SandboxOptions, env
   // paths under it need no mounts of their own.
   const paths = git === 'repository' || branchMode ? settings.protectedPaths.filter((p) => !/^(\.\/)*\.git(\/|$)/.test(p)) : [...settings.protectedPaths, '.git']
   // Hook frameworks' configuration (issue 20): existing files only, so no placeholders come of it.
-  const hookConfig = settings.protectHookConfig && !branchMode ? detectHookConfig(fsHookProbe(ws.path), ws.path) : undefined
-  const plan = planProtectedPaths([...paths, ...(hookConfig?.protect ?? [])], kindOf)
+  // Branch mode's checkout of the host is read-only as a whole: the detection only tells the gate what to flag.
+  const hookConfig = settings.protectHookConfig ? detectHookConfig(fsHookProbe(ws.path), ws.path) : undefined
+  const plan = planProtectedPaths([...paths, ...(branchMode ? [] : (hookConfig?.protect ?? []))], kindOf)
   const oneShot = options.name !== undefined
   const ownGit = git === 'repository' && !branchMode ? (oneShot ? 'tmpfs' : 'volume') : undefined
   const ghapp = options.name === undefined ? planGhapp(ws, settings.github, Names.container(ws, options.branch), env) : undefined
@@ -91,7 +92,7 @@ export async function prepareSandbox(ws: Workspace, options: SandboxOptions, env
     selinux: options.selinux,
     ownGit,
   })
-  const gate = !oneShot && (ownGit === 'volume' || branchMode) ? buildGateSpec(ws, spec, settings, options) : undefined
+  const gate = !oneShot && (ownGit === 'volume' || branchMode) ? buildGateSpec(ws, spec, settings, {...options, gateFiles: hookConfig?.protect}) : undefined
   return {spec, gate, settings, placeholders: plan.placeholders, skipped: plan.skipped, ghapp, hookConfig}
 }
 
