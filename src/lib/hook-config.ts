@@ -163,6 +163,8 @@ export function detectHookConfig(probe: HookProbe, workspacePath: string): HookC
       if (!re.test(name)) continue
       const kind = probe.kindOf(name)
       if (kind === 'missing' || kind === 'symlink' || kind === 'other') continue
+      // An empty directory is no configuration (and may be our own placeholder for .husky).
+      if (isDir(kind) && probe.list(name).length === 0) continue
       note(framework, name)
       add(name)
     }

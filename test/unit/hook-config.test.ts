@@ -63,6 +63,8 @@ describe('detectHookConfig', () => {
   it('a repository with no framework: nothing detected, nothing protected', () => {
     const r = detectHookConfig(probeOf({...GIT, 'package.json': '{"name":"x","scripts":{"test":"vitest"}}', 'src/a.ts': ''}), WS)
     expect(r).toEqual({hooksDir: '.git/hooks', frameworks: [], protect: [], embedded: []})
+    // An empty .husky (the placeholder start makes for it) is no framework either.
+    expect(detectHookConfig(probeOf({...GIT, '.husky': null, '.lefthook': null}), WS).frameworks).toEqual([])
   })
 
   it('every framework by its config files; package.json itself is never protected', () => {
