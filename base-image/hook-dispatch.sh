@@ -60,9 +60,13 @@ if [ ! -e "$links/.protect-off" ]; then
     fi
   }
   keys='"(lint-staged|commitlint|simple-git-hooks|husky)"'
-  # Node only when the working copy or HEAD mentions a key at all (two cheap processes otherwise).
+  # Node only when package.json is not HEAD's byte for byte and one of them
+  # mentions a key (two or three git processes otherwise; node costs ~100 ms).
+  head_blob=""
   if [ -f package.json ] && "$GIT" rev-parse -q --verify HEAD >/dev/null 2>&1 &&
-    { grep -qE "$keys" package.json || "$GIT" cat-file -p HEAD:package.json 2>/dev/null | grep -qE "$keys"; }; then
+    head_blob=$("$GIT" rev-parse -q --verify HEAD:package.json 2>/dev/null || true) &&
+    [ "$head_blob" != "$("$GIT" hash-object package.json 2>/dev/null)" ] &&
+    { grep -qE "$keys" package.json || { [ -n "$head_blob" ] && "$GIT" cat-file -p "$head_blob" | grep -qE "$keys"; }; }; then
     backup=$(mktemp "${TMPDIR:-/tmp}/agent-sandbox-package.json.XXXXXX")
     trap restore EXIT
     trap 'exit 130' INT

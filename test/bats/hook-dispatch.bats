@@ -27,6 +27,8 @@ setup() {
   git -C "$WS" add package.json
   git -C "$WS" commit -q -m init
   chown -R "$AGENT:$AGENT" "$WS" "$REAL"
+  # For root's own git on the fixture, which is the agent's.
+  printf '[safe]\n\tdirectory = *\n' > "$HOME/.gitconfig"
 }
 
 teardown() {
@@ -150,4 +152,37 @@ dispatch() {
   run setpriv --reuid="$AGENT" --regid="$AGENT" --clear-groups env HOME=/nonexistent GIT_CONFIG_GLOBAL=/dev/null \
     git -c safe.directory='*' -c core.hooksPath="$REAL" -C "$WS" commit -q -am weaken
   assert_success
+}
+
+@test "package.json as HEAD has it, or without hook keys on either side: node is not even started" {
+  hook pre-commit 'echo ok'
+  stub fake-node 'exit 1'
+  chmod 0755 "$STUB_BIN" "$STUB_BIN/fake-node" "$TEST_TMP"
+  chmod 0666 "$STUB_LOG"
+  export AGENT_SANDBOX_NODE="$STUB_BIN/fake-node"
+  dispatch pre-commit
+  assert_success
+  printf '{"name":"app","lint-staged":{"*.js":"false"},"version":"3"}' > "$WS/package.json"
+  git -C "$WS" commit -q -am 'no keys changed'
+  printf '{"name":"app"}' > "$WS/package.json"
+  git -C "$WS" commit -q -am 'no keys at all'
+  printf '{"name":"app","version":"4"}' > "$WS/package.json"
+  dispatch pre-commit
+  assert_success
+  assert_output ok
+  assert_equal "$(cat "$STUB_LOG")" ''
+}
+
+@test "a hook key HEAD does not have is removed for the hook's run (HEAD without package.json too)" {
+  git -C "$WS" rm -q package.json
+  git -C "$WS" commit -q -m 'no package.json'
+  hook pre-commit 'cat package.json'
+  printf '{"name":"app","commitlint":{"rules":{}}}' > "$WS/package.json"
+  chown "$AGENT" "$WS/package.json"
+  dispatch pre-commit
+  assert_success
+  assert_output '{
+  "name": "app"
+}'
+  assert_equal "$(cat "$WS/package.json")" '{"name":"app","commitlint":{"rules":{}}}'
 }
