@@ -86,7 +86,8 @@ export async function prepareSandbox(ws: Workspace, options: SandboxOptions, env
     extraAllowDomains: options.allowDomains,
     name: options.name,
     cmd: options.cmd,
-    labels: hookConfig?.frameworks.length ? {[Labels.hookConfig]: hookConfigLabel(hookConfig), ...options.labels} : options.labels,
+    // What doctor checks: the mounts of bind mode (branch mode's shelf has none of them).
+    labels: hookConfig?.frameworks.length && !branchMode ? {[Labels.hookConfig]: hookConfigLabel(hookConfig), ...options.labels} : options.labels,
     ghapp: ghapp?.spec,
     userns: options.userns,
     selinux: options.selinux,
