@@ -20,11 +20,14 @@
 #      WORKTREE/.git/config.worktree, owned by root in a sticky directory, read
 #      by git after the agent's own config (extensions.worktreeConfig), so they
 #      win; the remote `host` is GATE_URL, the push gate (git-gate.sh).
+#      core.hooksPath is our dispatcher's directory (hook-dispatch.sh, issue 20);
+#      agent-sandbox.hooksDir names the real one.
 # git runs as USER; only the ownership steps run as root. Every value is an
 # argument, never spliced into a shell string.
 #   4. The system git config names WORKTREE a safe directory: its git directory
 #      is root's (step 3), which git otherwise refuses as "dubious ownership".
-# Env: AGENT_SANDBOX_REAL_GIT (default /usr/bin/git), AGENT_SANDBOX_SYSTEM_GITCONFIG (/etc/gitconfig).
+# Env: AGENT_SANDBOX_REAL_GIT (default /usr/bin/git), AGENT_SANDBOX_SYSTEM_GITCONFIG (/etc/gitconfig),
+#   AGENT_SANDBOX_HOOK_DISPATCH_DIR, AGENT_SANDBOX_HOOK_DISPATCHER, AGENT_SANDBOX_PROTECT_HOOK_CONFIG.
 set -euo pipefail
 
 abort() { printf 'agent-git: %s\n' "$*" >&2; exit 1; }
@@ -141,6 +144,33 @@ sync_with_host() {
   : | "${as_user[@]}" tee "$gd/$STAMP" >/dev/null
 }
 
+# Hooks go through hook-dispatch.sh (issue 20): DISPATCH_DIR, root's, holds a
+# link to it for each hook name plus .hooks-dir naming the real directory.
+DISPATCH_DIR="${AGENT_SANDBOX_HOOK_DISPATCH_DIR:-/var/lib/agent-sandbox/hooks}"
+DISPATCHER="${AGENT_SANDBOX_HOOK_DISPATCHER:-/usr/local/lib/agent-sandbox/hook-dispatch}"
+# The hooks that gate a commit, a merge, a rebase or a push get a link even when
+# the real directory lacks them now (the user may install them while the
+# sandbox runs); any other name only if the real directory has it at start, so
+# that git does not start a process for events nobody hooks (reference-transaction
+# runs on every ref update).
+GATE_HOOKS="applypatch-msg pre-applypatch pre-commit pre-merge-commit prepare-commit-msg commit-msg pre-rebase pre-push"
+
+dispatch_links() { # dispatch_links REAL_HOOKS_DIR
+  local name path
+  rm -rf -- "$DISPATCH_DIR"
+  mkdir -p -- "$DISPATCH_DIR"
+  chmod 0755 "$DISPATCH_DIR"
+  for name in $GATE_HOOKS; do ln -s -- "$DISPATCHER" "$DISPATCH_DIR/$name"; done
+  for path in "$1"/*; do
+    name="${path##*/}"
+    [[ -f "$path" && -x "$path" && "$name" =~ ^[a-z][a-z0-9-]*$ && ! -e "$DISPATCH_DIR/$name" ]] || continue
+    ln -s -- "$DISPATCHER" "$DISPATCH_DIR/$name"
+  done
+  printf '%s\n' "$1" >"$DISPATCH_DIR/.hooks-dir"
+  if [[ "${AGENT_SANDBOX_PROTECT_HOOK_CONFIG:-1}" =~ ^(0|false|no)$ ]]; then : >"$DISPATCH_DIR/.protect-off"; fi
+  chmod 0644 "$DISPATCH_DIR"/.[a-z]*
+}
+
 # pin: the config that is not the agent's to change, and the remote `host`.
 pin() {
   local hooks pager
@@ -160,7 +190,9 @@ pin() {
     # Root's file in a root-owned sticky directory: the agent can add its own
     # files (index.lock, HEAD, …) but can neither change nor replace this one.
     rm -f "$pinned"
-    GIT_CONFIG_NOSYSTEM=1 HOME=/nonexistent "$GIT" config --file "$pinned" core.hooksPath "$hooks"
+    dispatch_links "$hooks"
+    GIT_CONFIG_NOSYSTEM=1 HOME=/nonexistent "$GIT" config --file "$pinned" core.hooksPath "$DISPATCH_DIR"
+    GIT_CONFIG_NOSYSTEM=1 HOME=/nonexistent "$GIT" config --file "$pinned" agent-sandbox.hooksDir "$hooks"
     GIT_CONFIG_NOSYSTEM=1 HOME=/nonexistent "$GIT" config --file "$pinned" core.fsmonitor false
     GIT_CONFIG_NOSYSTEM=1 HOME=/nonexistent "$GIT" config --file "$pinned" core.sshCommand ssh
     GIT_CONFIG_NOSYSTEM=1 HOME=/nonexistent "$GIT" config --file "$pinned" core.pager "$pager"

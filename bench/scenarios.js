@@ -4,6 +4,7 @@
  * runtime operation it wraps (B). Both arms are whole processes; `before` and
  * `after` hooks run untimed around every measured run.
  */
+import {mkdirSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {BASE_TAG, BENCH_LABEL, OWNER, REPO, cliArgv, cliSync, copyRepo, docker, sh} from './lib/fixtures.js'
 
@@ -58,6 +59,38 @@ function plainProvision(ctx, volume, workspace) {
     '--entrypoint', '/bin/sh', ctx.baseImage, '-c', script,
   )
 }
+
+/** A repository using every hook framework hook-config.ts knows (files only: detection reads no git). */
+function everyFrameworkRepo(root) {
+  const files = {
+    '.git/HEAD': 'ref: refs/heads/main\n',
+    '.git/config': '[core]\n\thooksPath = .husky/_\n',
+    '.husky/_/h': '#!/usr/bin/env sh\n',
+    '.husky/pre-commit': '. scripts/hooks/env.sh\nnpx lint-staged\n',
+    '.husky/commit-msg': 'npx --no -- commitlint --edit "$1"\n',
+    'scripts/hooks/env.sh': 'export X=1\n',
+    'lefthook.yml': 'pre-commit:\n',
+    '.lefthook-local.yml': '',
+    '.pre-commit-config.yaml': 'repos: []\n',
+    '.overcommit.yml': '',
+    '.lintstagedrc.json': '{}',
+    'commitlint.config.mjs': 'export default {}\n',
+    '.simple-git-hooks.json': '{}',
+    'package.json': JSON.stringify({name: 'x', 'lint-staged': {}, commitlint: {}, 'simple-git-hooks': {}, dependencies: {a: '1'}}),
+  }
+  for (const hook of ['pre-commit', 'commit-msg', 'pre-push', 'post-checkout', 'post-merge', 'prepare-commit-msg']) files[`.husky/_/${hook}`] = '#!/usr/bin/env sh\n. "$(dirname "$0")/h"\n'
+  for (let i = 0; i < 40; i++) files[`src/file-${i}.ts`] = ''
+  for (const [path, text] of Object.entries(files)) {
+    mkdirSync(join(root, path, '..'), {recursive: true})
+    writeFileSync(join(root, path), text)
+  }
+  return root
+}
+/** One process: import hook-config.js (as `start` does) and detect over DIR. */
+const detectStep = (dir) => ({
+  argv: ['node', '--input-type=module', '-e', 'const m = await import(process.argv[1]); m.detectHookConfig(m.fsHookProbe(process.argv[2]), process.argv[2])', join(REPO, 'dist', 'lib', 'hook-config.js'), dir],
+  env: noExtraCa,
+})
 
 /**
  * `cheap`: a scenario of well under 200 ms runs three times as many pairs. On this
@@ -126,6 +159,21 @@ export const scenarios = [
     teardown: (ctx) => rmForce(/** @type {string} */ (ctx.extra.plain)),
     a: {steps: (ctx) => [dockerStep('exec', '-u', 'node', ctx.name, '/usr/local/bin/sandbox-exec', 'git', '-c', 'user.name=Bench', '-c', 'user.email=b@example.invalid', 'commit', '-q', '--allow-empty', '-m', 'bench')]},
     b: {steps: (ctx) => [dockerStep('exec', /** @type {string} */ (ctx.extra.plain), '/usr/bin/git', '-c', 'safe.directory=*', '-c', 'user.name=Bench', '-c', 'user.email=b@example.invalid', 'commit', '-q', '--allow-empty', '-m', 'bench')]},
+  },
+  {
+    key: 'hook-detect',
+    cheap: true,
+    title: 'hook-framework detection at `start` (issue 20)',
+    ours: 'import `hook-config.js` and detect over a repository with every framework (husky 9, lefthook, pre-commit, overcommit, lint-staged, commitlint, simple-git-hooks, a sourced helper)',
+    base: 'the same over a repository with none (an empty directory)',
+    targetDiffMs: 20,
+    smoke: true,
+    setup: (ctx) => {
+      ctx.extra.every = everyFrameworkRepo(join(ctx.root, 'hooks-every'))
+      mkdirSync(join(ctx.root, 'hooks-none'), {recursive: true})
+    },
+    a: {steps: (ctx) => [detectStep(/** @type {string} */ (ctx.extra.every))]},
+    b: {steps: (ctx) => [detectStep(join(ctx.root, 'hooks-none'))]},
   },
   {
     key: 'shell',

@@ -2,6 +2,7 @@ import {Flags} from '@oclif/core'
 import {BaseCommand} from '../cli/base.js'
 import {pathArg} from '../cli/flags.js'
 import {loadSettings} from '../lib/config/load.js'
+import {detectHookConfig, formatHookConfig, fsHookProbe} from '../lib/hook-config.js'
 import {looksSecret} from '../lib/spec.js'
 import {quoteArg, resolveWorkspace} from '../lib/workspace.js'
 
@@ -24,11 +25,16 @@ export default class Config extends BaseCommand {
       env: Object.fromEntries(Object.entries(loaded.settings.env).map(([k, v]) => [k, looksSecret(k) ? '***' : v])),
     }
     const workspaceTrust = trust && {state: trust.state, via: trust.via, changed: trust.changed, refused: trust.refused}
-    if (flags.json) return this.outJson({settings, sources: loaded.sources, files: loaded.files, workspaceTrust})
+    const detected = detectHookConfig(fsHookProbe(ws.path), ws.path)
+    const hookConfig = {...detected, protect: loaded.settings.protectHookConfig ? detected.protect : []}
+    if (flags.json) return this.outJson({settings, sources: loaded.sources, files: loaded.files, workspaceTrust, hookConfig})
     for (const [key, value] of Object.entries(settings)) {
       this.out(`${key.padEnd(18)} ${JSON.stringify(value)}  (${loaded.sources[key as keyof typeof loaded.sources].join(', ')})`)
     }
     this.out(`\nworkspace config: ${loaded.files.workspace}${trust ? ` (${trust.state}${trust.via === 'trustedPaths' ? ', by trustedPaths' : ''})` : ''}\nuser config:      ${loaded.files.user}`)
+    this.out(`\nhook frameworks:  ${formatHookConfig(detected).join('\n                  ')}`)
+    this.out(`read-only:        ${hookConfig.protect.join(', ') || (loaded.settings.protectHookConfig ? 'nothing' : 'nothing (protectHookConfig is false)')}`)
+    if (detected.embedded.length) this.out(`run from HEAD:    package.json ${detected.embedded.map((k) => `"${k}"`).join(', ')}`)
     if (trust?.refused.length) {
       this.out(`\nrefused until you trust it (agent-sandbox trust ${quoteArg(ws.path)}):`)
       for (const c of trust.refused) this.out(`  ${c.key}: ${c.summary}`)

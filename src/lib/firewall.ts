@@ -13,8 +13,9 @@ import {carryConfigApproval} from './config/trust.js'
 import type {ContainerInfo} from './engine/index.js'
 import {ConfigError, NotReadyError, SandboxError, UsageError} from './errors.js'
 import {quoteArg, requireInitialised, type Context} from './sandbox.js'
-import {SANDBOX_EXEC, SANDBOX_USER} from './spec.js'
-import {Names, type Workspace} from './workspace.js'
+import {SANDBOX_EXEC, SANDBOX_USER, workspaceMountPath} from './spec.js'
+import {Labels, Names, type Workspace} from './workspace.js'
+import {parseHookConfigLabel} from './hook-config.js'
 
 const FIREWALL_STATUS = '/usr/local/bin/firewall-status'
 const FIREWALL_ALLOW = '/usr/local/sbin/firewall-allow'
@@ -25,13 +26,14 @@ export interface RunningSandbox {
   name: string
   id: string
   network: NetworkMode
+  labels?: Record<string, string>
 }
 
 /** The workspace's sandbox if it is running, else why not. */
 async function findRunning(ctx: Context, ws: Workspace, branch?: string): Promise<RunningSandbox | SandboxError> {
   const name = Names.container(ws, branch)
   const info = await ctx.engine.containers.inspect(name)
-  if (info?.running) return {name, id: info.id, network: networkOf(info)}
+  if (info?.running) return {name, id: info.id, network: networkOf(info), labels: info.labels}
   const branchArg = branch === undefined ? '' : ` --branch ${quoteArg(branch)}`
   return new SandboxError(`no running sandbox for ${ws.path}${branch === undefined ? '' : ` (branch ${branch})`}: ${info ? `${name} is ${info.status}` : `${name} does not exist`}`, {
     hint: `start it first: agent-sandbox start ${quoteArg(ws.path)}${branchArg}`,
@@ -424,8 +426,21 @@ export async function runDoctor(ctx: Context, ws: Workspace, options: {branch?: 
   if (r.exitCode === 1 && !probes.some((c) => c.status === 'fail')) {
     throw new SandboxError(`doctor.sh exited 1 in ${sandbox.name} without reporting a failed check: ${lastLine(r.stderr)}`)
   }
-  checks.push(...probes)
+  checks.push(...probes, await checkHookConfig(ctx, sandbox, workspaceMountPath(ws)))
   return {container: sandbox.name, network: sandbox.network, ok: !checks.some((c) => c.status === 'fail'), checks}
+}
+
+/** Issue 20: the hook frameworks' configuration found at creation is read-only for the agent (a real access(W_OK) as the agent). */
+async function checkHookConfig(ctx: Context, sandbox: RunningSandbox, root: string): Promise<DoctorCheck> {
+  const found = parseHookConfigLabel(sandbox.labels?.[Labels.hookConfig])
+  if (!found) return {name: 'hook-config', status: 'skip', detail: 'no hook framework detected at creation (or protectHookConfig is false)'}
+  const what = `${found.frameworks.join(', ')}${found.embedded.length ? `; package.json ${found.embedded.join(', ')} run from HEAD` : ''}`
+  if (!found.protect.length) return {name: 'hook-config', status: 'pass', detail: `${what}; no configuration file to protect`}
+  const r = await ctx.engine.containers.exec(sandbox.id, [SANDBOX_EXEC, 'sh', '-c', 'for f; do [ -w "$f" ] && printf "%s\\n" "$f"; done; exit 0', 'hook-config', ...found.protect.map((p) => `${root}/${p}`)], {user: SANDBOX_USER})
+  const writable = r.stdout.split('\n').filter(Boolean)
+  if (r.exitCode !== 0) return {name: 'hook-config', status: 'fail', detail: `could not check ${found.protect.join(', ')}: ${lastLine(r.stderr)}`}
+  if (writable.length) return {name: 'hook-config', status: 'fail', detail: `${what}; writable by the agent: ${writable.join(', ')}`}
+  return {name: 'hook-config', status: 'pass', detail: `${what}; read-only: ${found.protect.join(', ')}`}
 }
 
 export function formatDoctor(report: DoctorReport): string {

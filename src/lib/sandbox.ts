@@ -12,6 +12,7 @@ import {withLock} from './lock.js'
 import {compromisedReason, lostMount, MountsNotRestoredError, restartNotice} from './mount-watch.js'
 import {provisionBranch} from './shelf.js'
 import {createPlaceholders, fsKindOf, planProtectedPaths} from './protected.js'
+import {detectHookConfig, fsHookProbe, hookConfigLabel, type HookConfigReport} from './hook-config.js'
 import {silentReporter, type Reporter} from './reporter.js'
 import {buildGateSpec, buildSpec, checkDockerNetwork, SANDBOX_EXEC, STATE_DIR, toCreateOptions, type SandboxSpec} from './spec.js'
 import {Labels, Names, quoteArg, requireInitialised, sanitizeBranch, type Workspace} from './workspace.js'
@@ -54,6 +55,8 @@ export interface PreparedSandbox {
   skipped: Array<{relative: string; reason: string}>
   /** The GitHub App token this sandbox gets (the workspace's own sandboxes only, not one-shot containers). */
   ghapp?: GhappPlan
+  /** Hook frameworks found and their configuration, mounted read-only in bind mode (absent: protectHookConfig false). */
+  hookConfig?: HookConfigReport
 }
 
 /** Everything `start` would create, computed without touching the engine or the host. */
@@ -70,7 +73,10 @@ export async function prepareSandbox(ws: Workspace, options: SandboxOptions, env
   // (its own git directory over it, or branch mode's read-only checkout), so
   // paths under it need no mounts of their own.
   const paths = git === 'repository' || branchMode ? settings.protectedPaths.filter((p) => !/^(\.\/)*\.git(\/|$)/.test(p)) : [...settings.protectedPaths, '.git']
-  const plan = planProtectedPaths(paths, kindOf)
+  // Hook frameworks' configuration (issue 20): existing files only, so no placeholders come of it.
+  // Branch mode's checkout of the host is read-only as a whole: the detection only tells the gate what to flag.
+  const hookConfig = settings.protectHookConfig ? detectHookConfig(fsHookProbe(ws.path), ws.path) : undefined
+  const plan = planProtectedPaths([...paths, ...(branchMode ? [] : (hookConfig?.protect ?? []))], kindOf)
   const oneShot = options.name !== undefined
   const ownGit = git === 'repository' && !branchMode ? (oneShot ? 'tmpfs' : 'volume') : undefined
   const ghapp = options.name === undefined ? planGhapp(ws, settings.github, Names.container(ws, options.branch), env) : undefined
@@ -84,14 +90,15 @@ export async function prepareSandbox(ws: Workspace, options: SandboxOptions, env
     extraAllowDomains: options.allowDomains,
     name: options.name,
     cmd: options.cmd,
-    labels: options.labels,
+    // What doctor checks: the mounts of bind mode (branch mode's shelf has none of them).
+    labels: hookConfig?.frameworks.length && !branchMode ? {[Labels.hookConfig]: hookConfigLabel(hookConfig), ...options.labels} : options.labels,
     ghapp: ghapp?.spec,
     userns: options.userns,
     selinux: options.selinux,
     ownGit,
   })
-  const gate = !oneShot && (ownGit === 'volume' || branchMode) ? buildGateSpec(ws, spec, settings, options) : undefined
-  return {spec, gate, settings, placeholders: plan.placeholders, skipped: plan.skipped, ghapp}
+  const gate = !oneShot && (ownGit === 'volume' || branchMode) ? buildGateSpec(ws, spec, settings, {...options, gateFiles: hookConfig?.protect}) : undefined
+  return {spec, gate, settings, placeholders: plan.placeholders, skipped: plan.skipped, ghapp, hookConfig}
 }
 
 /** What the workspace's .git is: a repository the agent gets its own view of, or something to protect. */

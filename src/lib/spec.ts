@@ -263,6 +263,8 @@ export function buildSpec(ws: Workspace, settings: Settings, options: SpecOption
       {name: 'AGENT_SANDBOX_GATE_URL', value: GATE_URL, secret: false},
     )
   }
+  // The hook dispatcher (hook-dispatch.sh) runs hooks with HEAD's package.json keys unless this is off.
+  if (ownGit && !settings.protectHookConfig) env.push({name: 'AGENT_SANDBOX_PROTECT_HOOK_CONFIG', value: '0', secret: false})
   if (options.gitIdentity?.name) env.push({name: 'AGENT_SANDBOX_GIT_NAME', value: options.gitIdentity.name, secret: false})
   if (options.gitIdentity?.email) env.push({name: 'AGENT_SANDBOX_GIT_EMAIL', value: options.gitIdentity.email, secret: false})
   for (const [name, value] of Object.entries(settings.env).sort(([a], [b]) => a.localeCompare(b))) {
@@ -329,7 +331,7 @@ const GATE_ROOT = '/gate/ws'
  * read-only root, in its own PID and mount namespaces, and shares only the
  * sandbox's network namespace, where it serves git on 127.0.0.1:GATE_PORT.
  */
-export function buildGateSpec(ws: Workspace, sandbox: SandboxSpec, settings: Settings, options: {branch?: string; userns?: string; selinux?: boolean}): SandboxSpec {
+export function buildGateSpec(ws: Workspace, sandbox: SandboxSpec, settings: Settings, options: {branch?: string; userns?: string; selinux?: boolean; gateFiles?: string[]}): SandboxSpec {
   const mounts: MountSpec[] = [
     {type: 'bind', source: ws.path, target: GATE_ROOT, readOnly: true},
     {type: 'bind', source: posix.join(ws.path, '.git'), target: posix.join(GATE_ROOT, '.git'), readOnly: false},
@@ -341,6 +343,8 @@ export function buildGateSpec(ws: Workspace, sandbox: SandboxSpec, settings: Set
     {name: 'AGENT_SANDBOX_GATE_PORT', value: String(GATE_PORT), secret: false},
   ]
   if (settings.protectedBranches.length) env.push({name: 'AGENT_SANDBOX_PROTECTED_BRANCHES', value: settings.protectedBranches.join('\n'), secret: false})
+  // Hook configuration found at start (hook-config.ts): pre-receive flags a push that changes it.
+  if (options.gateFiles?.length) env.push({name: 'AGENT_SANDBOX_GATE_FILES', value: options.gateFiles.join('\n'), secret: false})
   const spec: SandboxSpec = {
     name: Names.gate(sandbox.name),
     image: sandbox.image,

@@ -21,6 +21,8 @@ export const Labels = {
   ghapp: `${LABEL_PREFIX}.ghapp`,
   /** How the sandbox does git: `gate` (its own git directory, pushes to the host through the gate), `throwaway` (its own, discarded with a one-shot container), `protected` (no repository: the workspace's .git is read-only). */
   git: `${LABEL_PREFIX}.git`,
+  /** The hook frameworks detected at creation and the files protected for them (JSON of hookConfigLabel). */
+  hookConfig: `${LABEL_PREFIX}.hook-config`,
   /** On a gate container: the name of the sandbox it serves. */
   gateOf: `${LABEL_PREFIX}.gate-of`,
 } as const

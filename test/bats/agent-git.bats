@@ -37,6 +37,9 @@ setup() {
   # Never /etc/gitconfig.
   export AGENT_SANDBOX_SYSTEM_GITCONFIG="$TEST_TMP/system.gitconfig"
   export AGENT_SANDBOX_REAL_GIT=/usr/bin/git
+  # The hooks go through the dispatcher (hook-dispatch.sh): its links are made here.
+  DISPATCH="$TEST_TMP/dispatch"
+  export AGENT_SANDBOX_HOOK_DISPATCH_DIR="$DISPATCH" AGENT_SANDBOX_HOOK_DISPATCHER="$ROOT/base-image/hook-dispatch.sh"
   # For root's own git on the fixtures, which belong to the agent.
   printf '[safe]\n\tdirectory = *\n' > "$HOME/.gitconfig"
   WS="$TEST_TMP/ws"
@@ -259,10 +262,11 @@ remote.host.fetch +refs/heads/*:refs/remotes/host/*"
   assert_success
   assert_equal "$(stat -c '%U:%G %a' "$GD/config.worktree")" 'root:root 644'
   assert_equal "$(stat -c '%U:%g %a' "$GD")" "root:$AGENT 1775"
-  assert_equal "$(git config --file "$GD/config.worktree" --list)" "core.hookspath=$HG/hooks
+  assert_equal "$(git config --file "$GD/config.worktree" --list)" "core.hookspath=$DISPATCH
 core.fsmonitor=false
 core.sshcommand=ssh
 core.pager=less
+agent-sandbox.hooksdir=$HG/hooks
 agent-sandbox.pinned=true"
   assert_equal "$(git config --file "$GD/config" --get extensions.worktreeConfig)" true
   assert_equal "$(git config --file "$GD/config" --get core.repositoryformatversion)" 1
@@ -338,7 +342,8 @@ evil-hooks'
   # Judged by the outcome: whether these writes succeed is not the point.
   run agit config core.hooksPath "$MARK/evil-hooks"
   run agit config core.fsmonitor "touch $MARK/evil-fsmonitor; :"
-  assert_equal "$(agit config --get core.hooksPath)" "$HG/hooks"
+  assert_success
+  assert_equal "$(agit config --get core.hooksPath)" "$DISPATCH"
   assert_equal "$(agit config --get core.fsmonitor)" false
   run agit status --porcelain
   assert_success
@@ -366,7 +371,7 @@ host-hook'
   assert_success
   [[ "$stderr" == *"extensions.worktreeConfig was turned off"* ]] || fail "no notice on stderr: $stderr"
   [ ! -e "$MARK/evil-hook" ] || fail "the agent's core.hooksPath ran its hook: the pinned keys did not win"
-  assert_equal "$(agit config --get core.hooksPath)" "$HG/hooks"
+  assert_equal "$(agit config --get core.hooksPath)" "$DISPATCH"
 }
 
 @test "a second run pins again what the agent changed in its config, and names WORKTREE safe once" {
@@ -382,21 +387,46 @@ host-hook'
   assert_equal "$(git config --file "$GD/config" --get-all remote.host.url)" "$GATE"
   assert_equal "$(git config --file "$GD/config" --get-all remote.host.fetch)" '+refs/heads/*:refs/remotes/host/*'
   assert_equal "$(git config --file "$AGENT_SANDBOX_SYSTEM_GITCONFIG" --get-all safe.directory)" "$WS"
-  assert_equal "$(agit config --get core.hooksPath)" "$HG/hooks"
+  assert_equal "$(agit config --get core.hooksPath)" "$DISPATCH"
+}
+
+@test "hooks: root's dispatcher directory links the gating hooks and every hook the real directory has, nothing else" {
+  printf '#!/bin/sh\nexit 0\n' > "$HG/hooks/reference-transaction"
+  printf '#!/bin/sh\nexit 0\n' > "$HG/hooks/post-checkout"
+  printf '#!/bin/sh\nexit 0\n' > "$HG/hooks/not-executable"
+  chmod 0755 "$HG/hooks/reference-transaction" "$HG/hooks/post-checkout"
+  provision
+  assert_success
+  assert_equal "$(stat -c '%U:%G %a' "$DISPATCH")" 'root:root 755'
+  assert_equal "$(find "$DISPATCH" -mindepth 1 -type l -printf '%f\n' | sort | tr '\n' ' ')" \
+    'applypatch-msg commit-msg post-checkout pre-applypatch pre-commit pre-merge-commit pre-push pre-rebase prepare-commit-msg reference-transaction '
+  assert_equal "$(readlink "$DISPATCH/pre-commit")" "$AGENT_SANDBOX_HOOK_DISPATCHER"
+  assert_equal "$(cat "$DISPATCH/.hooks-dir")" "$HG/hooks"
+  assert_equal "$(stat -c '%U %a' "$DISPATCH/.hooks-dir")" 'root 644'
+  [ ! -e "$DISPATCH/.protect-off" ]
+  run as_agent touch "$DISPATCH/post-commit"
+  assert_failure
+  # A hook the real directory lost is gone from the links at the next start; protectHookConfig false is marked.
+  rm "$HG/hooks/reference-transaction"
+  AGENT_SANDBOX_PROTECT_HOOK_CONFIG=0 provision
+  assert_success
+  [ ! -e "$DISPATCH/reference-transaction" ]
+  [ -e "$DISPATCH/.protect-off" ]
 }
 
 @test "core.hooksPath: unset, relative, ./relative, absolute inside and outside the workspace" {
   provision
   assert_success
-  assert_equal "$(git config --file "$GD/config.worktree" --get core.hooksPath)" "$HG/hooks"
+  assert_equal "$(git config --file "$GD/config.worktree" --get agent-sandbox.hooksDir)" "$HG/hooks"
   local value want
   while IFS='|' read -r value want; do
     git config --file "$HG/config" core.hooksPath "$value"
     provision
     assert_success
     assert_equal "$stderr" ''
-    assert_equal "$(git config --file "$GD/config.worktree" --get core.hooksPath)" "$want"
-    assert_equal "$(agit config --get core.hooksPath)" "$want"
+    assert_equal "$(git config --file "$GD/config.worktree" --get agent-sandbox.hooksDir)" "$want"
+    assert_equal "$(agit config --get core.hooksPath)" "$DISPATCH"
+    assert_equal "$(cat "$DISPATCH/.hooks-dir")" "$want"
   done <<EOF
 .husky|$WS/.husky
 ./.husky|$WS/.husky
@@ -407,13 +437,13 @@ EOF
   provision
   assert_success
   assert_equal "$stderr" "agent-git: warning: core.hooksPath /opt/hooks is outside the workspace; using the host's .git/hooks"
-  assert_equal "$(git config --file "$GD/config.worktree" --get core.hooksPath)" "$HG/hooks"
+  assert_equal "$(git config --file "$GD/config.worktree" --get agent-sandbox.hooksDir)" "$HG/hooks"
   # A sibling whose name starts with the workspace's is outside it too.
   git config --file "$HG/config" core.hooksPath "$WS-other/hooks"
   provision
   assert_success
   assert_stderr_has "core.hooksPath $WS-other/hooks is outside the workspace"
-  assert_equal "$(git config --file "$GD/config.worktree" --get core.hooksPath)" "$HG/hooks"
+  assert_equal "$(git config --file "$GD/config.worktree" --get agent-sandbox.hooksDir)" "$HG/hooks"
 }
 
 # ------------------------------------------------------------ crashed and repeated runs
@@ -540,7 +570,7 @@ EOF
   assert_output ''
   [ "$(stat -c %Y "$GD/agent-sandbox-synced")" -gt "$(date -d '2001-01-02' +%s)" ]
   assert_equal "$(stat -c '%i %Y' "$GD/config.worktree")" "$pinned_before"
-  assert_equal "$(git config --file "$GD/config.worktree" --get core.hooksPath)" "$HG/hooks"
+  assert_equal "$(git config --file "$GD/config.worktree" --get agent-sandbox.hooksDir)" "$HG/hooks"
 }
 
 @test "--sync before the first run: refused, nothing written" {

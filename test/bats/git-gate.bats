@@ -257,15 +257,68 @@ host_hook() {
 @test "a new branch that changes quality-gate configuration is flagged against the host's history" {
   git -C "$AREPO" checkout -q -b topic
   acommit src/a.txt one 'unrelated'
-  acommit package.json '{}' 'scripts'
+  acommit package.json '{"lint-staged": {"*.js": "true"}}' 'lint-staged config'
   push topic
   assert_success
   assert_stderr_has 'agent-sandbox gate: warning: refs/heads/topic changes quality-gate configuration: package.json'
 }
 
+@test "every hook framework's configuration is flagged, each in a push of its own" {
+  local path
+  for path in .husky/pre-commit .husky/_/h lefthook.yml .lefthook.yaml lefthook-local.yml .lefthook-local.toml lefthook.json lefthook.jsonc \
+    .lefthook/pre-commit/check.sh .lefthook-local/x.sh .config/lefthook.yml .pre-commit-config.yaml .pre-commit-config.yml \
+    .overcommit.yml .git-hooks/pre_commit/x.rb .lintstagedrc .lintstagedrc.json .lintstagedrc.mjs lint-staged.config.js \
+    packages/a/.lintstagedrc.yml .config/lintstagedrc.json commitlint.config.js commitlint.config.ts .commitlintrc .commitlintrc.yaml \
+    .config/commitlintrc.json .simple-git-hooks.json .simple-git-hooks.cjs simple-git-hooks.js .agent-sandbox/config.json; do
+    acommit "$path" "weakened $path" "change $path"
+    push feat
+    assert_success
+    assert_stderr_has "agent-sandbox gate: warning: refs/heads/feat changes quality-gate configuration: $path"
+  done
+}
+
+@test "package.json is flagged when a hook key changes (lint-staged, commitlint, simple-git-hooks, husky), not for other edits" {
+  acommit package.json '{"name": "app", "lint-staged": {"*.js": "false"}}' 'package.json with lint-staged'
+  push feat
+  assert_stderr_has 'changes quality-gate configuration: package.json'
+  acommit package.json '{"name": "app", "version": "2", "dependencies": {"x": "1"}, "lint-staged": {"*.js": "false"}}' 'a dependency'
+  push feat
+  assert_success
+  assert_stderr_lacks 'quality-gate'
+  local key
+  for key in lint-staged commitlint simple-git-hooks husky; do
+    acommit package.json "{\"name\": \"app\", \"lint-staged\": {\"*.js\": \"false\"}, \"$key\": {\"changed\": \"$key\"}}" "change $key"
+    push feat
+    assert_success
+    assert_stderr_has 'changes quality-gate configuration: package.json'
+    acommit package.json '{"name": "app", "lint-staged": {"*.js": "false"}}' 'back'
+    push feat
+  done
+  # In a workspace package too; and one that is not JSON is flagged when it changes at all.
+  acommit packages/a/package.json '{"commitlint": {}}' 'nested'
+  push feat
+  assert_stderr_has 'changes quality-gate configuration: packages/a/package.json'
+  acommit package.json '{not json' 'broken'
+  push feat
+  assert_stderr_has 'changes quality-gate configuration: package.json'
+}
+
+@test "AGENT_SANDBOX_GATE_FILES (what the sandbox protected for the hooks): those paths and what is under them are flagged" {
+  acommit scripts/hooks/env.sh 'exit 0' 'a sourced helper'
+  acommit .githooks/pre-commit 'exit 0' 'the hooks directory'
+  acommit scripts/hooks-other.sh 'x' 'a neighbour'
+  AGENT_SANDBOX_GATE_FILES=$'scripts/hooks/env.sh\n.githooks' push feat
+  assert_success
+  assert_stderr_has 'changes quality-gate configuration: .githooks/pre-commit, scripts/hooks/env.sh'
+  assert_stderr_lacks 'hooks-other'
+}
+
 @test "an unrelated change is not flagged" {
   acommit src/a.txt one 'agent work'
   acommit docs/pre-commit-config.yaml.md notes 'docs about hooks'
+  acommit docs/lefthook.yml.md notes 'more docs'
+  acommit src/lint-staged-helper.ts 'x' 'a source file'
+  acommit package.json '{"name": "app"}' 'a package without hook keys'
   push feat
   assert_success
   assert_stderr_lacks 'quality-gate'

@@ -303,8 +303,11 @@ describe('in a running sandbox', () => {
     const all = await inA('git', 'config', '--list', '--show-origin')
     expect(all.exitCode, all.stderr).toBe(0)
     expect(all.stdout).not.toMatch(/alias\.x|host-hooks/i)
-    // The only hooksPath is the sandbox's pinned one (the repository's hooks, read-only), never the host user's global one.
-    expect(all.stdout.split('\n').filter((l) => /hookspath/i.test(l))).toEqual(['file:.git/config.worktree\tcore.hookspath=/host-git/hooks'])
+    // The only hooksPath is the sandbox's pinned one (the hook dispatcher, which runs the repository's hooks, read-only), never the host user's global one.
+    expect(all.stdout.split('\n').filter((l) => /hookspath|hooksdir/i.test(l))).toEqual([
+      'file:.git/config.worktree\tcore.hookspath=/var/lib/agent-sandbox/hooks',
+      'file:.git/config.worktree\tagent-sandbox.hooksdir=/host-git/hooks',
+    ])
     const global = await inA('git', 'config', '--global', '--list')
     expect(global.stdout.trim().split('\n').sort()).toEqual(['user.email=host.person@example.invalid', 'user.name=Host Person'])
   })

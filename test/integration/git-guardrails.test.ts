@@ -81,8 +81,8 @@ describe('git guardrails in the sandbox', () => {
     const hooked = await sbx(ws, 'git', 'commit', '--allow-empty', '-m', 'the hook still runs')
     expect(hooked.exitCode).not.toBe(0)
     expect(hooked.stderr).toContain('pre-commit: lint failed')
-    const pinned = await sbx(ws, 'sh', '-c', '/usr/bin/git config core.hooksPath; /usr/bin/git config core.fsmonitor')
-    expect(pinned.stdout.split('\n')).toEqual(['/host-git/hooks', 'false'])
+    const pinned = await sbx(ws, 'sh', '-c', '/usr/bin/git config core.hooksPath; /usr/bin/git config core.fsmonitor; /usr/bin/git config agent-sandbox.hooksDir')
+    expect(pinned.stdout.split('\n').filter(Boolean)).toEqual(['/var/lib/agent-sandbox/hooks', 'false', '/host-git/hooks'])
     // Everyday settings are the agent's own.
     const name = await sbx(ws, 'git', 'config', 'user.name', 'Sandbox User')
     expect(name.exitCode, name.stderr).toBe(0)

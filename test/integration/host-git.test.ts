@@ -105,11 +105,13 @@ describe('the host .git is never the agent\'s to write', () => {
   })
 
   it('gives the agent a git directory of its own, with the host .git read-only and the pinned keys winning', async () => {
-    const r = await sbx(ws, 'sh', '-c', 'git rev-parse --abbrev-ref HEAD; git config core.hooksPath; git config core.fsmonitor; touch /host-git/x 2>&1; ls -ld .git | cut -c1-10')
+    const r = await sbx(ws, 'sh', '-c', 'git rev-parse --abbrev-ref HEAD; git config agent-sandbox.hooksDir; git config core.fsmonitor; touch /host-git/x 2>&1; ls -ld .git | cut -c1-10; git config core.hooksPath')
     expect(r.exitCode, r.stderr).toBe(0)
-    const [branch, hooks, fsmonitor, touch, mode] = r.stdout.split('\n')
+    const [branch, hooks, fsmonitor, touch, mode, dispatcher] = r.stdout.split('\n')
     expect(branch).toBe('feat')
+    // Hooks run through the dispatcher (issue 20), which runs the host's from here.
     expect(hooks).toBe('/workspace/hostgit/.husky')
+    expect(dispatcher).toBe('/var/lib/agent-sandbox/hooks')
     expect(fsmonitor).toBe('false')
     expect(touch).toMatch(/Read-only file system/)
     expect(mode).toBe('drwxrwxr-t')
@@ -145,8 +147,8 @@ describe('the host .git is never the agent\'s to write', () => {
     const plant = await sbx(ws, 'sh', '-c', plantScript(tag))
     expect(plant.exitCode, plant.stderr).toBe(0)
     // The pinned keys still win inside, whatever the agent wrote to its own config.
-    const pinned = await sbx(ws, 'sh', '-c', 'git config core.fsmonitor; git config core.hooksPath')
-    expect(pinned.stdout.split('\n')).toEqual(['false', '/workspace/hostgit/.husky'])
+    const pinned = await sbx(ws, 'sh', '-c', 'git config core.fsmonitor; git config core.hooksPath; git config agent-sandbox.hooksDir')
+    expect(pinned.stdout.split('\n')).toEqual(['false', '/var/lib/agent-sandbox/hooks', '/workspace/hostgit/.husky'])
     await expectNothingPlanted(tag)
   })
 })

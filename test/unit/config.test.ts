@@ -124,6 +124,10 @@ describe('envLayer', () => {
   it('parses booleans', () => {
     for (const off of ['0', 'false', 'NO']) expect(envLayer({AGENT_SANDBOX_SHARED_AGENT_CONFIG: off}).sharedAgentConfig).toBe(false)
     for (const on of ['1', 'true', 'yes']) expect(envLayer({AGENT_SANDBOX_SHARED_AGENT_CONFIG: on}).sharedAgentConfig).toBe(true)
+    expect(envLayer({AGENT_SANDBOX_PROTECT_HOOK_CONFIG: 'false'}).protectHookConfig).toBe(false)
+    expect(envLayer({AGENT_SANDBOX_PROTECT_HOOK_CONFIG: '1'}).protectHookConfig).toBe(true)
+    expect(mergeLayers([['workspace', {protectHookConfig: false}]]).settings.protectHookConfig).toBe(false)
+    expect(mergeLayers([]).settings.protectHookConfig).toBe(true)
   })
 
   it.each([

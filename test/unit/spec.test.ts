@@ -71,6 +71,13 @@ describe('the agent\'s own git directory and the push gate', () => {
     // Rootless Podman (keep-id): the gate joins the sandbox's user namespace, which owns the network namespace it joins.
     expect(buildGateSpec(ws, sandbox, settings(), {userns: 'keep-id'}).userns).toBe(`container:${sandbox.name}`)
     expect(toCreateOptions(buildGateSpec(ws, sandbox, settings(), {userns: 'keep-id'})).HostConfig?.UsernsMode).toBe(`container:${sandbox.name}`)
+    // Hook configuration found at start reaches the gate's pre-receive (issue 20).
+    expect(buildGateSpec(ws, sandbox, settings(), {gateFiles: ['.husky', 'scripts/env.sh']}).env.find((e) => e.name === 'AGENT_SANDBOX_GATE_FILES')?.value).toBe('.husky\nscripts/env.sh')
+    expect(buildGateSpec(ws, sandbox, settings(), {}).env.some((e) => e.name === 'AGENT_SANDBOX_GATE_FILES')).toBe(false)
+    // protectHookConfig false reaches the dispatcher through agent-git.sh; nothing is said when it is on.
+    const off = buildSpec(ws, settings({protectHookConfig: false}), {protectedPaths, ownGit: 'volume'})
+    expect(off.env.find((e) => e.name === 'AGENT_SANDBOX_PROTECT_HOOK_CONFIG')?.value).toBe('0')
+    expect(sandbox.env.some((e) => e.name === 'AGENT_SANDBOX_PROTECT_HOOK_CONFIG')).toBe(false)
   })
 
   it('creates the gate with its own entrypoint and read-only root, and show-run prints it after the sandbox', () => {

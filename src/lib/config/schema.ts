@@ -62,6 +62,7 @@ export const ConfigFileSchema = z
     $schema: z.string().optional(),
     baseTag: z.string().regex(/^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/, 'must be a valid image tag').optional(),
     protectedPaths: z.array(relPath).optional(),
+    protectHookConfig: z.boolean().optional(),
     env: z.record(envName, z.string()).optional(),
     secretEnv: z.array(envName).optional(),
     ports: z.array(port).optional(),
@@ -73,7 +74,6 @@ export const ConfigFileSchema = z
     selinuxRelabel: z.enum(['auto', 'on', 'off']).optional(),
     protectedBranches: z.array(branchGlob).optional(),
     github: GithubSchema.optional(),
-    protectHookConfig: z.boolean().optional(),
     /** Only read from the user's own config file (load.ts refuses it elsewhere). */
     trustedPaths: z.array(trustedPath).optional(),
   })
@@ -91,6 +91,8 @@ export const DEFAULT_PROTECTED_PATHS = ['.husky', '.agent-sandbox', '.agent-prec
 export interface Settings {
   baseTag: string
   protectedPaths: string[]
+  /** Detect the repository's hook frameworks and mount their configuration read-only (src/lib/hook-config.ts). */
+  protectHookConfig: boolean
   env: Record<string, string>
   secretEnv: string[]
   ports: string[]
@@ -120,6 +122,7 @@ export interface GithubSettings {
 export const DEFAULTS: Settings = {
   baseTag: 'latest',
   protectedPaths: [],
+  protectHookConfig: true,
   env: {},
   secretEnv: [],
   ports: [],

@@ -222,7 +222,7 @@ export function lowerSettings(userLayer: ConfigFile | undefined): LowerSettings 
     ['default', DEFAULTS],
     ['user', userLayer],
   ])
-  return {...settings, protectHookConfig: userLayer?.protectHookConfig ?? true}
+  return settings
 }
 
 export interface ConfigTrust {

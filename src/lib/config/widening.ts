@@ -64,10 +64,8 @@ export function isRiskyEnv(name: string, value?: string): boolean {
   return RISKY_ENV_NAMES.some((pattern) => (pattern.endsWith('*') ? upper.startsWith(pattern.slice(0, -1)) : upper === pattern))
 }
 
-/** What lies below the workspace file: defaults and the user's file merged, plus the keys Settings does not carry yet. */
-export interface LowerSettings extends Settings {
-  protectHookConfig: boolean
-}
+/** What lies below the workspace file: defaults and the user's file merged. */
+export type LowerSettings = Settings
 
 export interface ConfigChange {
   /** The field, as written in the file (`limits.memory`, `env.NODE_OPTIONS`, `ports`). */
