@@ -58,8 +58,11 @@ fi
 # The agent's git, as the agent, with nothing from any config but the
 # repository's own (and never a program from the host's config: the host's
 # repository is only read here, and only with plumbing).
-ag() { "${as_user[@]}" env HOME=/nonexistent GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null "$GIT" -c core.fsmonitor=false -c safe.directory='*' --git-dir="$gd" "$@"; }
-hg() { "${as_user[@]}" env HOME=/nonexistent GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null "$GIT" -c core.fsmonitor=false -c safe.directory='*' --git-dir="$host" "$@"; }
+# The agent's config is the agent's: no hook (reference-transaction on every
+# ref update), fsmonitor or other program it names runs here (-c wins over it).
+SAFE=(-c core.hooksPath=/nonexistent -c core.fsmonitor=false -c core.sshCommand=false -c core.pager=cat -c safe.directory='*')
+ag() { "${as_user[@]}" env HOME=/nonexistent GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null "$GIT" "${SAFE[@]}" --git-dir="$gd" "$@"; }
+hg() { "${as_user[@]}" env HOME=/nonexistent GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null "$GIT" "${SAFE[@]}" --git-dir="$host" "$@"; }
 
 # host_refs PATTERN...: "<sha> <ref>" lines of the host's refs.
 host_refs() { hg for-each-ref --format='%(objectname) %(refname)' "$@"; }

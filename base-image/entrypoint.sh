@@ -6,9 +6,9 @@
 #   2. sets the host's git identity for `node` (AGENT_SANDBOX_GIT_NAME/EMAIL),
 #   3. starts mount-watch, which keeps the protected paths read-only or kills
 #      `node`'s processes (AGENT_SANDBOX_PROTECTED_MOUNTS; see mount-watch.sh),
-#   4. gives the agent a git directory of its own over the host's .git
+#   4. installs the egress firewall (AGENT_SANDBOX_NETWORK=firewall|none|open),
+#   5. gives the agent a git directory of its own over the host's .git
 #      (agent-git.sh; AGENT_SANDBOX_HOST_GIT, AGENT_SANDBOX_GIT_WORKTREE, AGENT_SANDBOX_GATE_URL),
-#   5. installs the egress firewall (AGENT_SANDBOX_NETWORK=firewall|none|open),
 #   6. marks the sandbox ready in /run/agent-sandbox (a tmpfs, empty after a restart).
 # Then, with no CMD, it idles so that `docker exec -u node` can attach agents;
 # with a CMD (one-shot `run`), it drops to `node` and execs CMD.
@@ -284,8 +284,10 @@ main() {
   own_volumes
   start_watch
   set_git_identity
-  setup_git
+  # The firewall first: nothing the agent may have configured (its own .git is
+  # its to write) runs before egress is filtered.
   setup_network
+  setup_git
   watch_started
   : > "$STATE/ready"
   if [[ "$#" -eq 0 ]]; then

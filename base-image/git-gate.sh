@@ -6,19 +6,22 @@
 # workspace's owner, that shares only the sandbox's network namespace. It has
 # the host workspace read-only at /gate/ws and the host's .git read-write at
 # /gate/ws/.git; the sandbox has neither writable. It serves git on
-# 127.0.0.1:GATE_PORT inside the sandbox, where `git push host <branch>` goes.
+# 127.0.0.1:GATE_PORT inside the sandbox, where `git push host <branch>` goes,
+# and only that repository (--strict-paths, one whitelisted directory: the
+# agent can write repositories of its own in the work tree, and receive-pack
+# would run their config's programs, core.alternateRefsCommand among them).
 # receive-pack enforces, whatever client the agent uses:
 #   - no deletions (receive.denyDeletes) and no malformed objects (fsckObjects);
 #   - through the gate's own hooks (core.hooksPath, root's, in the image):
 #     no non-fast-forward updates of branches or tags, no updates of protected
-#     branches (AGENT_SANDBOX_PROTECTED_BRANCHES, default: the default branch),
+#     branches (the default branch, plus AGENT_SANDBOX_PROTECTED_BRANCHES),
 #     only refs/heads/*, refs/tags/* and refs/sandbox/* (the agent's proposals,
 #     which may move freely); then the host repository's own receive hooks run.
 #   - bind mode (AGENT_SANDBOX_GATE_MODE=bind): a push to the branch the host
 #     has checked out updates the host's index to it (the work tree is shared,
 #     so it already holds the files), so the host's `git status` stays clean.
 # Env: AGENT_SANDBOX_GATE_MODE bind|branch, AGENT_SANDBOX_GATE_PORT (9418),
-#      AGENT_SANDBOX_PROTECTED_BRANCHES (newline-separated globs; empty: the default branch).
+#      AGENT_SANDBOX_PROTECTED_BRANCHES (newline-separated globs, on top of the default branch).
 set -euo pipefail
 
 abort() { printf 'git-gate: %s\n' "$*" >&2; exit 1; }
@@ -47,19 +50,19 @@ case "$host_hooks" in
   /*) host_hooks="" ;;
   *) host_hooks="$REPO/${host_hooks#./}" ;;
 esac
-export AGENT_SANDBOX_HOST_HOOKS="$host_hooks"
+export AGENT_SANDBOX_HOST_HOOKS="$host_hooks" AGENT_SANDBOX_GATE_REPO="$REPO"
 
-if [[ -z "${AGENT_SANDBOX_PROTECTED_BRANCHES:-}" ]]; then
-  default=""
-  if ref="$("$GIT" --git-dir="$REPO/.git" symbolic-ref -q refs/remotes/origin/HEAD)"; then
-    default="${ref#refs/remotes/origin/}"
-  else
-    for b in main master; do
-      if "$GIT" --git-dir="$REPO/.git" show-ref --verify --quiet "refs/heads/$b"; then default="$b"; break; fi
-    done
-  fi
-  export AGENT_SANDBOX_PROTECTED_BRANCHES="${default:-main}"
+# The default branch is always protected: protectedBranches only adds to it (a
+# repository's own config must not be able to take the protection away).
+default=""
+if ref="$("$GIT" --git-dir="$REPO/.git" symbolic-ref -q refs/remotes/origin/HEAD)"; then
+  default="${ref#refs/remotes/origin/}"
+else
+  for b in main master "$("$GIT" config --file "$REPO/.git/config" --get init.defaultBranch || true)"; do
+    if [[ -n "$b" ]] && "$GIT" --git-dir="$REPO/.git" show-ref --verify --quiet "refs/heads/$b"; then default="$b"; break; fi
+  done
 fi
+export AGENT_SANDBOX_PROTECTED_BRANCHES="${default:-main}${AGENT_SANDBOX_PROTECTED_BRANCHES:+$'\n'$AGENT_SANDBOX_PROTECTED_BRANCHES}"
 printf 'git-gate: serving %s on 127.0.0.1:%s (%s mode); protected: %s\n' "$REPO" "$PORT" "$MODE" "${AGENT_SANDBOX_PROTECTED_BRANCHES//$'\n'/, }" >&2
 
 # -c settings reach receive-pack and upload-pack through GIT_CONFIG_PARAMETERS,
@@ -76,4 +79,4 @@ exec "$GIT" \
   -c safe.directory="$REPO" \
   -c safe.directory="$REPO/.git" \
   daemon --listen=127.0.0.1 --port="$PORT" --reuseaddr --export-all --enable=receive-pack \
-  --base-path=/gate --informative-errors --log-destination=stderr "$REPO"
+  --base-path=/gate --strict-paths --informative-errors --log-destination=stderr "$REPO/.git"

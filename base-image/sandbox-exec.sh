@@ -36,27 +36,25 @@ unset AGENT_SANDBOX_QUIET_REFUSAL
 # Bind mode: the agent's git directory follows the host's branches when the
 # user moved them on the host (agent-git.sh --sync). Only builtins on the way:
 # the check runs before every command, the sync only when a ref is newer.
-if [ -n "${AGENT_SANDBOX_HOST_GIT:-}" ] && [ -n "${AGENT_SANDBOX_GIT_WORKTREE:-}" ]; then
+# Only for the agent's own commands: root must not leave files of its own in the
+# agent's .git (AGENT_SANDBOX_SYNC_AS_ROOT: the bats tests, which run as root).
+if [ -n "${AGENT_SANDBOX_HOST_GIT:-}" ] && [ -n "${AGENT_SANDBOX_GIT_WORKTREE:-}" ] && { [ "$EUID" -ne 0 ] || [ -n "${AGENT_SANDBOX_SYNC_AS_ROOT:-}" ]; }; then
   gd="$AGENT_SANDBOX_GIT_WORKTREE/.git"
   stamp="$gd/agent-sandbox-synced"
   # The pinned keys (.git/config.worktree, root's) are read only while the
   # agent's own config says extensions.worktreeConfig = true. That switch is in
   # a file the agent may write (git writes everyday settings there), so each
   # command puts it back if it was turned off: a guardrail (docs/security.md).
-  pinned_on=0
-  if [ -e "$gd/config.worktree" ] && [ -r "$gd/config" ]; then
-    # The last worktreeConfig line wins, as in git.
-    while IFS= read -r line || [ -n "$line" ]; do
-      line="${line//[[:space:]]/}"
-      line="${line,,}"
-      case "$line" in
-        worktreeconfig=true) pinned_on=1 ;;
-        worktreeconfig=*) pinned_on=0 ;;
-      esac
-    done < "$gd/config"
-    if [ "$pinned_on" = 0 ]; then
-      printf 'agent-sandbox: extensions.worktreeConfig was turned off in %s/config; turned back on (the pinned git settings stay in force)\n' "$gd" >&2
-      "${AGENT_SANDBOX_REAL_GIT:-/usr/bin/git}" --git-dir="$gd" config --replace-all extensions.worktreeConfig true || true
+  if [ -e "$gd/config.worktree" ]; then
+    git_bin="${AGENT_SANDBOX_REAL_GIT:-/usr/bin/git}"
+    # git's own reading (sections, includes, the last value wins), not a parse of ours.
+    if [ "$("$git_bin" --git-dir="$gd" config --type=bool --get extensions.worktreeConfig 2>/dev/null)" != true ]; then
+      "$git_bin" --git-dir="$gd" config --replace-all extensions.worktreeConfig true 2>/dev/null || true
+      if [ "$("$git_bin" --git-dir="$gd" config --type=bool --get extensions.worktreeConfig 2>/dev/null)" = true ]; then
+        printf 'agent-sandbox: extensions.worktreeConfig was turned off in %s/config; turned back on (the pinned git settings stay in force)\n' "$gd" >&2
+      else
+        printf 'agent-sandbox: warning: extensions.worktreeConfig is turned off in %s/config (an include?): the pinned git settings are not in force\n' "$gd" >&2
+      fi
     fi
   fi
   if [ -e "$stamp" ] && read -r head < "$gd/HEAD" 2>/dev/null; then

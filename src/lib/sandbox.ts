@@ -12,7 +12,7 @@ import {withLock} from './lock.js'
 import {compromisedReason, lostMount, MountsNotRestoredError, restartNotice} from './mount-watch.js'
 import {provisionBranch} from './shelf.js'
 import {createPlaceholders, fsKindOf, planProtectedPaths} from './protected.js'
-import {detectHookConfig, fsHookProbe, hookConfigLabel, type HookConfigReport} from './hook-config.js'
+import {detectHookConfig, fsHookProbe, hooksDirOf, hooksPathFromConfig, hookConfigLabel, type HookConfigReport} from './hook-config.js'
 import {silentReporter, type Reporter} from './reporter.js'
 import {buildGateSpec, buildSpec, checkDockerNetwork, SANDBOX_EXEC, STATE_DIR, toCreateOptions, type SandboxSpec} from './spec.js'
 import {Labels, Names, quoteArg, requireInitialised, sanitizeBranch, type Workspace} from './workspace.js'
@@ -75,8 +75,14 @@ export async function prepareSandbox(ws: Workspace, options: SandboxOptions, env
   const paths = git === 'repository' || branchMode ? settings.protectedPaths.filter((p) => !/^(\.\/)*\.git(\/|$)/.test(p)) : [...settings.protectedPaths, '.git']
   // Hook frameworks' configuration (issue 20): existing files only, so no placeholders come of it.
   // Branch mode's checkout of the host is read-only as a whole: the detection only tells the gate what to flag.
-  const hookConfig = settings.protectHookConfig ? detectHookConfig(fsHookProbe(ws.path), ws.path) : undefined
-  const plan = planProtectedPaths([...paths, ...(branchMode ? [] : (hookConfig?.protect ?? []))], kindOf)
+  const probe = fsHookProbe(ws.path)
+  const hookConfig = settings.protectHookConfig ? detectHookConfig(probe, ws.path) : undefined
+  // The host's own hooks directory in the work tree (core.hooksPath, e.g. .githooks) runs
+  // on the host and in the gate: read-only whatever protectHookConfig says, a placeholder
+  // when it does not exist yet (the agent must not create it either).
+  const hooksDir = git === 'repository' ? hooksDirOf(hooksPathFromConfig(probe.read('.git/config') ?? ''), ws.path) : undefined
+  const hostHooks = hooksDir && hooksDir !== '.git' && !hooksDir.startsWith('.git/') ? [hooksDir] : []
+  const plan = planProtectedPaths([...paths, ...(branchMode ? [] : [...hostHooks, ...(hookConfig?.protect ?? [])])], kindOf)
   const oneShot = options.name !== undefined
   const ownGit = git === 'repository' && !branchMode ? (oneShot ? 'tmpfs' : 'volume') : undefined
   const ghapp = options.name === undefined ? planGhapp(ws, settings.github, Names.container(ws, options.branch), env) : undefined

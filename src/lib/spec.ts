@@ -20,7 +20,7 @@ export const SHELF_MOUNT = '/repo-shelf'
 export const HOST_GIT_MOUNT = '/host-git'
 /** The push gate's port on the sandbox's loopback (git-gate.sh), and the URL of the remote `host`. */
 export const GATE_PORT = 19418
-export const GATE_URL = `git://127.0.0.1:${GATE_PORT}/ws`
+export const GATE_URL = `git://127.0.0.1:${GATE_PORT}/ws/.git`
 
 /** Capabilities the entrypoint needs to install the firewall and renumber `node`. Nothing else. */
 // NET_BIND_SERVICE: the resolver binds port 53 as root (Docker lowers ip_unprivileged_port_start, Podman does not).

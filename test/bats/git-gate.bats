@@ -435,18 +435,47 @@ $new $(arev feat) refs/heads/feat"
   assert_output ''
 }
 
-@test "bind: the work tree is never written (a newer file there stays as it is)" {
+@test "bind: a push whose files the shared work tree does not hold is refused; the work tree and the index are untouched" {
   export AGENT_SANDBOX_GATE_MODE=bind
   git -C "$HOST" checkout -q feat
   acommit src/a.txt one 'agent work'
   mkdir -p "$HOST/src"
   echo 'edited since' > "$HOST/src/a.txt"
+  local old index_before
+  old="$(hrev feat)" index_before="$(git -C "$HOST" ls-files -s)"
+  push feat
+  assert_failure
+  assert_stderr_has 'agent-sandbox gate: refused refs/heads/feat: the pushed commit is not what the shared work tree holds (src/a.txt differs)'
+  assert_equal "$(hrev feat)" "$old"
+  assert_equal "$(git -C "$HOST" ls-files -s)" "$index_before"
+  assert_equal "$(cat "$HOST/src/a.txt")" 'edited since'
+}
+
+@test "bind: a removed file still in the work tree, or another executable bit, is refused too" {
+  export AGENT_SANDBOX_GATE_MODE=bind
+  git -C "$HOST" checkout -q feat
+  mkdir -p "$HOST/src"
+  echo zero > "$HOST/src/a.txt"
+  git -C "$HOST" add src/a.txt
+  git -C "$HOST" commit -q -m 'a file on the host'
+  git -C "$AREPO" fetch -q host
+  git -C "$AREPO" reset -q --hard host/feat
+  git -C "$AREPO" rm -q src/a.txt
+  git -C "$AREPO" commit -q -m 'agent removes it'
+  push feat
+  assert_failure
+  assert_stderr_has 'src/a.txt is still there'
+  git -C "$AREPO" reset -q --hard host/feat
+  chmod +x "$AREPO/src/a.txt"
+  git -C "$AREPO" commit -q -am 'agent makes it executable'
+  push feat
+  assert_failure
+  assert_stderr_has 'src/a.txt has another mode'
+  # The same commit lands once the work tree holds it.
+  chmod +x "$HOST/src/a.txt"
   push feat
   assert_success
-  assert_equal "$(cat "$HOST/src/a.txt")" 'edited since'
-  assert_equal "$(git -C "$HOST" show :src/a.txt)" one
-  run git -C "$HOST" status --porcelain
-  assert_output ' M src/a.txt'
+  assert_equal "$(hrev feat)" "$(arev feat)"
 }
 
 @test "bind: control: updateInstead without the gate's push-to-checkout refuses when the work tree holds the files" {
@@ -486,12 +515,13 @@ $new $(arev feat) refs/heads/feat"
   local old index_before
   old="$(hrev feat)" index_before="$(git -C "$HOST" ls-files -s)"
   acommit src/a.txt 'pushed by the agent' 'agent work'
+  # The agent's edit is in the shared work tree; the user's staged version is in the host's index.
+  echo 'pushed by the agent' > "$HOST/src/a.txt"
   push feat
   assert_failure
   assert_stderr_has 'agent-sandbox gate: refused refs/heads/feat: the user has staged changes on the host that conflict with this push; propose it for review: git push host HEAD:refs/sandbox/feat'
   assert_equal "$(hrev feat)" "$old"
   assert_equal "$(git -C "$HOST" ls-files -s)" "$index_before"
-  assert_equal "$(cat "$HOST/src/a.txt")" 'staged by the user'
   # The proposal route the message names works.
   push HEAD:refs/sandbox/feat
   assert_success
@@ -558,9 +588,10 @@ daemon
 --export-all
 --enable=receive-pack
 --base-path=/gate
+--strict-paths
 --informative-errors
 --log-destination=stderr
-$HOST"
+$HOST/.git"
   AGENT_SANDBOX_GATE_MODE=branch run --separate-stderr bash "$GATE"
   assert_success
   grep -qx 'receive.denyCurrentBranch=refuse' "$TEST_TMP/daemon.argv"
@@ -589,11 +620,18 @@ $HOST"
   assert_equal "$GATE_PROTECTED" main
 }
 
-@test "git-gate.sh: AGENT_SANDBOX_PROTECTED_BRANCHES is passed on as it is" {
+@test "git-gate.sh: AGENT_SANDBOX_PROTECTED_BRANCHES adds to the default branch, never replaces it" {
   export AGENT_SANDBOX_PROTECTED_BRANCHES=$'trunk\nrelease/*'
   gate
-  assert_equal "$GATE_PROTECTED" $'trunk\nrelease/*'
-  assert_equal "$stderr" "git-gate: serving $HOST on 127.0.0.1:9418 (branch mode); protected: trunk, release/*"
+  assert_equal "$GATE_PROTECTED" $'main\ntrunk\nrelease/*'
+  assert_equal "$stderr" "git-gate: serving $HOST on 127.0.0.1:9418 (branch mode); protected: main, trunk, release/*"
+}
+
+@test "git-gate.sh: with no origin/HEAD, main or master, init.defaultBranch's branch is the default" {
+  git -C "$HOST" branch -m main trunk
+  git -C "$HOST" config init.defaultBranch trunk
+  gate
+  assert_equal "$GATE_PROTECTED" trunk
 }
 
 @test "git-gate.sh: the host's hooks for chain: .git/hooks, a relative core.hooksPath, none for an absolute one" {
@@ -605,4 +643,26 @@ $HOST"
   git -C "$HOST" config core.hooksPath /opt/hooks
   gate
   assert_equal "$GATE_HOST_HOOKS" ''
+}
+
+# ------------------------------------------------------------ names that differ only in case
+
+@test "rules: a protected branch is matched whatever its case, and a new ref that differs from an existing one only in case is refused" {
+  acommit src/a.txt one 'agent work'
+  push HEAD:refs/heads/MAIN
+  assert_failure
+  assert_stderr_has 'refused refs/heads/MAIN: it differs from refs/heads/main only in case'
+  export AGENT_SANDBOX_PROTECTED_BRANCHES='release/*'
+  push HEAD:refs/heads/Release/1
+  assert_failure
+  assert_stderr_has 'refused refs/heads/Release/1: Release/1 is a protected branch'
+  unset AGENT_SANDBOX_PROTECTED_BRANCHES
+  push HEAD:refs/heads/Feat
+  assert_failure
+  assert_stderr_has 'refused refs/heads/Feat: it differs from refs/heads/feat only in case'
+  run git -C "$HOST" rev-parse -q --verify refs/heads/Feat
+  assert_failure
+  # control: a new name of its own lands
+  push HEAD:refs/heads/feature-two
+  assert_success
 }

@@ -131,7 +131,7 @@ make_origin() {
   unset AGENT_SANDBOX_GATE_URL
   provision feat
   assert_result feat 'new from host/main' none
-  assert_equal "$(sgit remote get-url host)" git://127.0.0.1:19418/ws
+  assert_equal "$(sgit remote get-url host)" git://127.0.0.1:19418/ws/.git
   assert_equal "$(sgit config --get-all remote.host.fetch)" '+refs/heads/*:refs/remotes/host/*'
   assert_equal "$(sgit rev-parse refs/remotes/host/main)" "$(hgit rev-parse main)"
   # A second run (the gate is not there for provisioning) still fetches from the host.

@@ -9,6 +9,8 @@ setup() {
   common_setup
   export AGENT_SANDBOX_STATE_DIR="$TEST_TMP/state"
   mkdir -p "$AGENT_SANDBOX_STATE_DIR"
+  # The sync runs only for the agent's commands, never root's; these tests run as root.
+  export AGENT_SANDBOX_SYNC_AS_ROOT=1
 }
 
 teardown() {
@@ -205,4 +207,18 @@ agent-git: it broke'
   assert_equal "$status" 125
   assert_equal "$(cat "$STUB_LOG")" ''
   [ ! -e "$TEST_TMP/ran" ]
+}
+
+@test "sync: never for root's own commands (no root-owned files in the agent's .git)" {
+  unset AGENT_SANDBOX_SYNC_AS_ROOT
+  [ "$EUID" -eq 0 ] || fail "this test runs as root"
+  mkdir -p "$TEST_TMP/wt/.git" "$TEST_TMP/host/refs/heads"
+  printf 'ref: refs/heads/main\n' > "$TEST_TMP/wt/.git/HEAD"
+  touch -d '2020-01-01' "$TEST_TMP/wt/.git/agent-sandbox-synced"
+  touch "$TEST_TMP/host/refs/heads/main"
+  stub agent-git-stub
+  : > "$AGENT_SANDBOX_STATE_DIR/ready"
+  run env AGENT_SANDBOX_HOST_GIT="$TEST_TMP/host" AGENT_SANDBOX_GIT_WORKTREE="$TEST_TMP/wt" AGENT_SANDBOX_AGENT_GIT_SCRIPT="$STUB_BIN/agent-git-stub" "$SCRIPT" true
+  assert_success
+  [ ! -s "$STUB_LOG" ] || fail "the sync ran as root: $(cat "$STUB_LOG")"
 }

@@ -263,6 +263,54 @@ describe('everyday git inside, and the gate', () => {
     expect((await cli(['doctor', ws])).exitCode).toBe(0)
   })
 
+  it('the gate serves only the host repository: a repository the agent makes in the work tree is refused, and its config runs nothing', async () => {
+    const r = await sbx(ws, 'sh', '-c', [
+      '/usr/bin/git init -q --bare evil.git',
+      'printf "#!/bin/sh\\ntouch %s/pwned-alternate-refs\\n" > evil.git/x.sh && chmod +x evil.git/x.sh',
+      '/usr/bin/git --git-dir=evil.git config core.alternateRefsCommand "/gate/ws/evil.git/x.sh; true"',
+      '/usr/bin/git ls-remote git://127.0.0.1:19418/ws/evil.git 2>&1; echo "ls-remote=$?"',
+      '/usr/bin/git push git://127.0.0.1:19418/ws/evil.git HEAD:refs/heads/x 2>&1; echo "push=$?"',
+      '/usr/bin/git ls-remote git://127.0.0.1:19418/ws 2>&1; echo "worktree path=$?"',
+      'rm -rf evil.git',
+    ].join('\n').replaceAll('%s', MARK))
+    expect(r.stdout).toMatch(/ls-remote=128/)
+    expect(r.stdout).toMatch(/push=128/)
+    expect(r.stdout).toMatch(/worktree path=128/)
+    expect(existsSync(join(MARK, 'pwned-alternate-refs'))).toBe(false)
+    // control: the host repository itself is served
+    expect((await sbx(ws, 'git', 'ls-remote', '--heads', 'host')).exitCode).toBe(0)
+  })
+
+  it("the host's own hooks directory in the work tree (core.hooksPath) is read-only inside, and nothing the agent configures runs before the firewall", async () => {
+    await run('setpriv', ['--reuid', String(TEST_UID), '--regid', String(TEST_UID), '--clear-groups', 'mkdir', '-p', join(ws, '.githooks')])
+    await userOk('config', 'core.hooksPath', '.githooks')
+    try {
+      // The agent's own .git: a hook for every ref update, and the pinned settings off.
+      const plant = await sbx(ws, 'sh', '-c', [
+        'mkdir -p /home/node/h',
+        `printf '#!/bin/sh\\ntouch /workspace/hostgit/.ran-before-firewall-$(id -u)\\n' > /home/node/h/reference-transaction`,
+        'chmod +x /home/node/h/reference-transaction',
+        '/usr/bin/git config core.hooksPath /home/node/h',
+        '/usr/bin/git config extensions.worktreeConfig false',
+      ].join(' && '))
+      expect(plant.exitCode, plant.stderr).toBe(0)
+      expect((await cli(['stop', ws])).exitCode).toBe(0)
+      await userOk('commit', '-q', '--allow-empty', '-m', 'the host moves, so the next start syncs refs')
+      const start = await cli(['start', ws])
+      expect(start.exitCode, start.stderr).toBe(0)
+      expect(readdirSync(ws).filter((f) => f.startsWith('.ran-before-firewall'))).toEqual([])
+      const write = await sbx(ws, 'sh', '-c', 'echo "touch /tmp/x" > .githooks/pre-receive')
+      expect(write.exitCode).not.toBe(0)
+      expect(write.stderr).toMatch(/Read-only file system/)
+      // The next command switched the pinned settings back on.
+      expect((await sbx(ws, '/usr/bin/git', 'config', 'core.hooksPath')).stdout.trim()).toBe('/var/lib/agent-sandbox/hooks')
+    } finally {
+      await userOk('config', 'core.hooksPath', '.husky')
+      expect((await cli(['stop', ws])).exitCode).toBe(0)
+      expect((await cli(['start', ws])).exitCode).toBe(0)
+    }
+  })
+
   it('an older sandbox still running (no git label) keeps working, and start says in one line what to run', async () => {
     const name = JSON.parse((await cli(['list', '--json'])).stdout).find((s: {path: string; branch: string}) => s.path === ws && !s.branch).name
     const image = JSON.parse((await docker('container', 'inspect', name)).stdout)[0].Config.Image
