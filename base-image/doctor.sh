@@ -46,6 +46,11 @@
 # The attempts run small programs whose own variables are in single quotes.
 # shellcheck disable=SC2016
 set -euo pipefail
+# The libraries come from the image, unless the CLI sent them with this script
+# (it runs its own copy of doctor.sh, so that it works on older images too).
+# shellcheck source=base-image/root-env.sh
+declare -F clean_root_env > /dev/null || . "${AGENT_SANDBOX_LIB_DIR:-/usr/local/lib/agent-sandbox}/root-env.sh"
+clean_root_env
 
 abort() {
   printf 'sandbox-doctor: %s\n' "$*" >&2
@@ -129,7 +134,7 @@ check_ready() {
 # ---- protected mounts ----------------------------------------------------------
 
 # shellcheck source=base-image/mount-lib.sh
-. "${AGENT_SANDBOX_LIB_DIR:-/usr/local/lib/agent-sandbox}/mount-lib.sh"
+declare -F decode_mountpoint > /dev/null || . "${AGENT_SANDBOX_LIB_DIR:-/usr/local/lib/agent-sandbox}/mount-lib.sh"
 
 # check_mounts: each expected mount point is in mountinfo, its top mount read-only.
 check_mounts() {

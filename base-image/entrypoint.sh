@@ -32,6 +32,14 @@ MOUNT_WATCH="${AGENT_SANDBOX_MOUNT_WATCH:-/usr/local/sbin/mount-watch}"
 FAIL_EXIT=1
 SETUP_LOG=/dev/stderr
 
+# The container's environment as it came (the agent's settings among it), for the
+# one-shot command; root's own steps run without it (root-env.sh).
+ORIG_ENV=()
+mapfile -d '' -t ORIG_ENV < /proc/self/environ || true
+# shellcheck source=base-image/root-env.sh
+. "${AGENT_SANDBOX_LIB_DIR:-/usr/local/lib/agent-sandbox}/root-env.sh"
+clean_root_env
+
 fail() {
   mkdir -p "$STATE"
   printf '%s\n' "$*" > "$STATE/failed"
@@ -243,8 +251,10 @@ run_command() {
   local before=0 child rc=0 hits=0 oom_before=0 ooms=0
   pids_refused before
   oom_kills oom_before
+  # The command gets the container's environment back only once it is node's
+  # (env runs as node): setpriv itself runs with root's clean one.
   setpriv --reuid="$NODE_USER" --regid="$NODE_USER" --init-groups --inh-caps=-all \
-    env HOME="$NODE_HOME" USER="$NODE_USER" LOGNAME="$NODE_USER" "$@" <&0 &
+    env -i "${ORIG_ENV[@]}" HOME="$NODE_HOME" USER="$NODE_USER" LOGNAME="$NODE_USER" "$@" <&0 &
   child=$!
   # bash reports a signalled job ("Killed …") on its own stderr: keep that out
   # of the command's output, and write our own notes to the saved stderr.

@@ -10,6 +10,9 @@
 # Same environment overrides as init-firewall.sh (AGENT_SANDBOX_STATE_DIR,
 # AGENT_SANDBOX_LIB_DIR).
 set -euo pipefail
+# shellcheck source=base-image/root-env.sh
+. "${AGENT_SANDBOX_LIB_DIR:-/usr/local/lib/agent-sandbox}/root-env.sh"
+clean_root_env
 
 abort() {
   printf 'firewall-allow: %s\n' "$*" >&2

@@ -10,6 +10,9 @@
 # rules, rules6, rulesReadable, allowlist, ipsets, deniedDns, deniedConnections.
 # Environment: AGENT_SANDBOX_STATE_DIR [/run/agent-sandbox].
 set -euo pipefail
+# shellcheck source=base-image/root-env.sh
+. "${AGENT_SANDBOX_LIB_DIR:-/usr/local/lib/agent-sandbox}/root-env.sh"
+clean_root_env
 
 abort() {
   printf 'firewall-status: %s\n' "$*" >&2

@@ -393,7 +393,8 @@ export function parseDoctorOutput(text: string): DoctorCheck[] {
 }
 
 export function doctorScript(): string {
-  return readFileSync(join(baseImageDir, 'doctor.sh'), 'utf8')
+  // With the libraries it sources, which an older image may not have.
+  return ['mount-lib.sh', 'root-env.sh', 'doctor.sh'].map((f) => readFileSync(join(baseImageDir, f), 'utf8')).join('\n')
 }
 
 /**

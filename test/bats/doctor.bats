@@ -334,5 +334,5 @@ assert_check() {
 
 @test "is shellcheck-clean" {
   command -v shellcheck > /dev/null || fail "shellcheck is not installed"
-  cd "$ROOT" && shellcheck "$SCRIPT" base-image/mount-lib.sh
+  cd "$ROOT" && shellcheck "$SCRIPT" base-image/mount-lib.sh base-image/root-env.sh
 }

@@ -322,18 +322,21 @@ ada@example.com"
 
 @test "with a CMD: after ready, runs it as node with node's HOME and no inherited caps; its exit code is ours" {
   unset AGENT_SANDBOX_USER_HOME
-  STUB_SETPRIV_EXIT=42 run --separate-stderr "$SCRIPT" codex exec 'two words' '$(x)'
+  STUB_SETPRIV_EXIT=42 AGENT_TEST_SETTING='from the sandbox settings' run --separate-stderr "$SCRIPT" codex exec 'two words' '$(x)'
   assert_equal "$status" 42
   # stdout and stderr are the command's alone
   assert_output ''
   assert_equal "$stderr" ''
   run argv_of 1
-  assert_output "--reuid=node
---regid=node
---init-groups
---inh-caps=-all
-env
-HOME=/home/node
+  # setpriv, then env -i with the container's environment as it came (setpriv itself
+  # runs with root's, see root-env.sh), node's HOME, USER, LOGNAME, and the command.
+  assert_line --index 0 -- --reuid=node
+  assert_line --index 4 env
+  assert_line --index 5 -- -i
+  assert_line 'AGENT_TEST_SETTING=from the sandbox settings'
+  local -a argv
+  mapfile -t argv < <(argv_of 1)
+  assert_equal "$(printf '%s\n' "${argv[@]: -7}")" "HOME=/home/node
 USER=node
 LOGNAME=node
 codex
@@ -513,6 +516,6 @@ find $AGENT_SANDBOX_USER_HOME/.claude $AGENT_SANDBOX_USER_HOME/.codex -mindepth 
 
 @test "is shellcheck-clean" {
   command -v shellcheck > /dev/null || fail "shellcheck is not installed: scripts/setup-engine.sh installs it"
-  run shellcheck "$ROOT/base-image/entrypoint.sh"
+  cd "$ROOT" && run shellcheck "$ROOT/base-image/entrypoint.sh" base-image/root-env.sh
   assert_success
 }
