@@ -22,7 +22,7 @@ import {
   unifiedDiff,
   writeTrustStore,
 } from '../../src/lib/config/trust.js'
-import {isRiskyEnv, RISKY_ENV_NAMES, wideningChanges, workspaceChanges, type LowerSettings} from '../../src/lib/config/widening.js'
+import {envNameMatches, isRiskyEnv, RISKY_ENV_NAMES, wideningChanges, workspaceChanges, type LowerSettings} from '../../src/lib/config/widening.js'
 import {ConfigError, UsageError} from '../../src/lib/errors.js'
 import {checkDockerNetwork} from '../../src/lib/spec.js'
 
@@ -54,8 +54,42 @@ describe('workspaceChanges: widening settings', () => {
     },
   )
 
-  it('keeps the risky names in one exported list', () => {
-    for (const name of ['LD_*', 'NODE_OPTIONS', 'GIT_*', 'NPM_CONFIG_*', 'AGENT_SANDBOX_*', 'PATH']) expect(RISKY_ENV_NAMES).toContain(name)
+  // Names that change how root's tools in the container behave (init-firewall.sh's curl read a
+  // .curlrc from CURL_HOME), which proxy or resolver they use, or what a runtime loads.
+  it.each([
+    'CURL_HOME', 'curl_home', 'CURL_CA_BUNDLE', 'XDG_CONFIG_HOME', 'XDG_DATA_DIRS',
+    'HTTP_PROXY', 'http_proxy', 'HTTPS_PROXY', 'https_proxy', 'ALL_PROXY', 'all_proxy', 'NO_PROXY', 'no_proxy', 'FTP_PROXY', 'ftp_proxy',
+    'GCONV_PATH', 'LOCPATH', 'HOSTALIASES', 'RES_OPTIONS', 'LOCALDOMAIN', 'TMPDIR', 'WGETRC', 'SSL_CERT_FILE', 'SSL_CERT_DIR',
+    'OPENSSL_CONF', 'OPENSSL_ENGINES', 'LD_AUDIT', 'DYLD_INSERT_LIBRARIES', 'PYTHONHOME', 'PYTHONWARNINGS', 'PERL5LIB', 'PERLLIB', 'PERL5DB',
+    'RUBYLIB', 'RUBYOPT', 'NODE_OPTIONS', 'NODE_EXTRA_CA_CERTS', 'NODE_REPL_EXTERNAL_MODULE', 'NPM_CONFIG_USERCONFIG', 'npm_config_script_shell',
+    'JAVA_TOOL_OPTIONS', '_JAVA_OPTIONS', 'MALLOC_CHECK_', 'MALLOC_ARENA_MAX', 'PS4', 'SHELLOPTS', 'PROMPT_COMMAND', 'TZDIR', 'TERMINFO',
+    'TERMINFO_DIRS', 'INPUTRC', 'LESSOPEN', 'LESSCLOSE', 'MANPAGER', 'PAGER', 'GIT_CONFIG_COUNT', 'GLIBC_TUNABLES',
+  ])('env %s widens', (name) => {
+    expect(isRiskyEnv(name, 'x')).toBe(true)
+    expect(widens({env: {[name]: 'x'}})).toEqual([`env.${name}`])
+  })
+
+  it.each(['DEBUG', 'TZ', 'LANG', 'CI', 'PROXY', 'PROXY_URL', 'MY_NODE', 'GITHUB_SHA_X'])('env %s is not on the list', (name) => {
+    expect(isRiskyEnv(name, 'x')).toBe(false)
+  })
+
+  it('keeps the risky names in one exported list, upper-case (names are upper-cased before matching), none covered by another', () => {
+    for (const name of ['LD_*', 'NODE_*', 'GIT_*', 'NPM_CONFIG_*', 'AGENT_SANDBOX_*', 'PATH', 'CURL_*', 'XDG_*', '*_PROXY']) expect(RISKY_ENV_NAMES).toContain(name)
+    for (const pattern of RISKY_ENV_NAMES) {
+      expect(pattern).toBe(pattern.toUpperCase())
+      const bare = pattern.replace(/^\*|\*$/g, '')
+      expect(RISKY_ENV_NAMES.filter((other) => other !== pattern && envNameMatches(other, bare)), pattern).toEqual([])
+    }
+  })
+
+  it('envNameMatches: a trailing * is a prefix, a leading * a suffix, else the whole name', () => {
+    expect(envNameMatches('NODE_*', 'NODE_OPTIONS')).toBe(true)
+    expect(envNameMatches('NODE_*', 'MY_NODE_X')).toBe(false)
+    expect(envNameMatches('*_PROXY', 'HTTPS_PROXY')).toBe(true)
+    expect(envNameMatches('*_PROXY', 'HTTPS_PROXY_X')).toBe(false)
+    expect(envNameMatches('*_PROXY', 'PROXY')).toBe(false)
+    expect(envNameMatches('PATH', 'PATHX')).toBe(false)
+    expect(envNameMatches('PATH', 'PATH')).toBe(true)
   })
 
   it('AGENT_SANDBOX_GITHUB_META=0 only turns something off; =1 widens', () => {
