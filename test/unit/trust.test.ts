@@ -1,4 +1,5 @@
-import {mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync} from 'node:fs'
+import {execFileSync} from 'node:child_process'
+import {mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {afterEach, beforeEach, describe, expect, it} from 'vitest'
@@ -25,6 +26,7 @@ import {
 import {envNameMatches, isRiskyEnv, RISKY_ENV_NAMES, wideningChanges, workspaceChanges, type LowerSettings} from '../../src/lib/config/widening.js'
 import {ConfigError, UsageError} from '../../src/lib/errors.js'
 import {checkDockerNetwork} from '../../src/lib/spec.js'
+import {isInitialised, type Workspace} from '../../src/lib/workspace.js'
 
 const lower = (over: Partial<LowerSettings> = {}): LowerSettings => ({...structuredClone(DEFAULTS), protectHookConfig: true, ...over})
 const widens = (layer: ConfigFile, below = lower()) => wideningChanges(layer, below).map((c) => c.key)
@@ -296,6 +298,48 @@ describe('the trust store', () => {
     expect(() => assertBuildTrusted(ws, env)).not.toThrow()
     writeFileSync(join(ws, '.agent-sandbox', 'payload.sh'), 'echo pwned\n')
     expect(() => assertBuildTrusted(ws, env)).toThrow(/changed since you trusted it \(payload.sh\)/)
+  })
+
+  // A link is hashed as its target's name, while the build and the loader follow it: a linked
+  // Dockerfile was recorded as no Dockerfile at all, and its RUN steps built unapproved.
+  it.each(['Dockerfile', 'config.json'])('a linked .agent-sandbox/%s is refused everywhere: one ConfigError naming it and the fix', (name) => {
+    const file = join(ws, '.agent-sandbox', name)
+    const real = join(ws, '.agent-sandbox', `${name}.real`)
+    writeFileSync(real, name === 'Dockerfile' ? `${templateDockerfile('latest')}RUN echo linked\n` : JSON.stringify({network: 'none'}))
+    rmSync(file)
+    symlinkSync(`${name}.real`, file)
+    const expected = `${file} is a symbolic link: agent-sandbox reads only regular files in .agent-sandbox/`
+    for (const call of [() => snapshotDir(ws), () => assertBuildTrusted(ws, env), () => reviewWorkspace(ws, env), () => loadSettings({workspacePath: ws, env})]) {
+      let error: unknown
+      try {
+        call()
+      } catch (caught) {
+        error = caught
+      }
+      expect(error).toBeInstanceOf(ConfigError)
+      expect((error as ConfigError).message).toBe(expected)
+      expect((error as ConfigError).hint).toBe('replace the link with a copy of the file it points to')
+      expect((error as ConfigError).exitCode).toBe(2)
+    }
+    expect(isInitialised({path: ws} as Workspace)).toBe(true)
+  })
+
+  it('a dangling Dockerfile link counts as present (so the build refuses it rather than calling the workspace not set up)', () => {
+    rmSync(join(ws, '.agent-sandbox', 'Dockerfile'))
+    symlinkSync('nowhere', join(ws, '.agent-sandbox', 'Dockerfile'))
+    expect(isInitialised({path: ws} as Workspace)).toBe(true)
+    expect(() => assertBuildTrusted(ws, env)).toThrow(/Dockerfile is a symbolic link/)
+  })
+
+  it('a linked .agent-sandbox/ directory, and a FIFO anywhere in it, are refused', () => {
+    const fifo = join(ws, '.agent-sandbox', 'pipe')
+    execFileSync('mkfifo', [fifo])
+    expect(() => snapshotDir(ws)).toThrow(`${fifo} is not a regular file`)
+    rmSync(fifo)
+    renameSync(join(ws, '.agent-sandbox'), join(ws, 'elsewhere'))
+    symlinkSync('elsewhere', join(ws, '.agent-sandbox'))
+    expect(() => snapshotDir(ws)).toThrow(`${join(ws, '.agent-sandbox')} is a symbolic link: it must be a directory in the workspace itself`)
+    expect(() => loadSettings({workspacePath: ws, env})).toThrow(ConfigError)
   })
 
   it('review shows a diff against the template, then against the approved copy', () => {
