@@ -3,7 +3,7 @@ import {mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, s
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {afterEach, beforeEach, describe, expect, it} from 'vitest'
-import {loadSettings, mergeLayers} from '../../src/lib/config/load.js'
+import {loadSettings, mergeLayers, parseConfigText} from '../../src/lib/config/load.js'
 import {DEFAULTS, type ConfigFile} from '../../src/lib/config/schema.js'
 import {
   assertBuildTrusted,
@@ -106,6 +106,43 @@ describe('workspaceChanges: widening settings', () => {
     expect(widens({limits: {cpus: 4}}, below)).toEqual(['limits.cpus'])
     expect(widens({limits: {pids: 1024}}, below)).toEqual(['limits.pids'])
     expect(mergeLayers([['user', {limits: {memory: '1g'}}], ['workspace', {limits: {}}]]).settings.limits).toEqual({memory: '1g'})
+  })
+
+  // {"memory":"0","cpus":1e-10} became Memory=0 NanoCpus=0: no limits at all, below the user's 2g and 2 CPUs.
+  it('a limit the engine would read as none widens: compared after the conversion the spec applies', () => {
+    const below = lower({limits: {memory: '2g', cpus: 2, pids: 256}})
+    expect(widens({limits: {memory: '0'}}, below)).toEqual(['limits.memory'])
+    expect(widens({limits: {memory: '0.0001'}}, below)).toEqual(['limits.memory'])
+    expect(widens({limits: {memory: '0b'}}, below)).toEqual(['limits.memory'])
+    expect(widens({limits: {cpus: 1e-10}}, below)).toEqual(['limits.cpus'])
+    expect(widens({limits: {cpus: 0}}, below)).toEqual(['limits.cpus'])
+    expect(widens({limits: {pids: 0}}, below)).toEqual(['limits.pids'])
+    expect(widens({limits: {memory: '1g', cpus: 1, pids: 128}}, below)).toEqual([])
+    // Equal once converted: 2048m is 2g, and 2.0000000001 CPUs is 2e9 nanoCPUs.
+    expect(widens({limits: {memory: '2048m', cpus: 2.0000000001}}, below)).toEqual([])
+  })
+
+  it.each<[string, unknown, string]>([
+    ['memory "0"', {memory: '0'}, 'limits.memory'],
+    ['memory "5m"', {memory: '5m'}, 'limits.memory'],
+    ['cpus 1e-10', {cpus: 1e-10}, 'limits.cpus'],
+    ['cpus 0.009', {cpus: 0.009}, 'limits.cpus'],
+  ])('a limit below the engine minimum is a config error naming the field: %s', (_name, limits, field) => {
+    expect(() => parseConfigText(JSON.stringify({limits}), '/ws/.agent-sandbox/config.json')).toThrow(new RegExp(`field "${field.replace('.', '\\.')}": must be at least`))
+    expect(() => parseConfigText(JSON.stringify({limits}), '/ws/.agent-sandbox/config.json')).toThrow(ConfigError)
+  })
+
+  it('the engine minimums themselves are valid limits', () => {
+    expect(parseConfigText(JSON.stringify({limits: {memory: '6m', cpus: 0.01}}), 'x').limits).toEqual({memory: '6m', cpus: 0.01})
+  })
+
+  // The push gate computes "the default branch" only when the merged list is empty (the gate now
+  // always adds it); a workspace's entries only add branches, so they narrow.
+  it('protectedBranches from a workspace file narrows, and never removes one below it', () => {
+    const changes = workspaceChanges({protectedBranches: ['release/*']}, lower({protectedBranches: ['main']}))
+    expect(changes).toEqual([{key: 'protectedBranches', summary: '+ release/*', widens: false}])
+    expect(widens({protectedBranches: ['release/*']})).toEqual([])
+    expect(mergeLayers([['user', {protectedBranches: ['main']}], ['workspace', {protectedBranches: ['release/*']}]]).settings.protectedBranches).toEqual(['main', 'release/*'])
   })
 
   it('network firewall widens only when the user chose none', () => {

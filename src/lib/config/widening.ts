@@ -5,7 +5,7 @@
  * widening change may apply (docs/security.md, "Settings a repository may
  * change").
  */
-import {looksSecret} from '../spec.js'
+import {looksSecret, parseSize} from '../spec.js'
 import type {ConfigFile, NetworkMode, Settings} from './schema.js'
 
 /**
@@ -125,10 +125,15 @@ export function portHostIp(text: string): string {
   return parts.length === 3 ? parts[0] : '127.0.0.1'
 }
 
-function bytes(size: string): number {
-  const match = /^(\d+(?:\.\d+)?)([bkmg]?)$/i.exec(size.trim())
-  if (!match) return Number.NaN
-  return Number(match[1]) * {'': 1, b: 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3}[match[2].toLowerCase() as '' | 'b' | 'k' | 'm' | 'g']
+
+/** A limit as spec.ts sends it to the engine (0 or less: none); NaN for what does not parse. */
+function engineValue(key: 'memory' | 'cpus' | 'pids', value: string | number): number {
+  try {
+    if (key === 'memory') return parseSize(String(value))
+    return key === 'cpus' ? Math.round(Number(value) * 1e9) : Number(value)
+  } catch {
+    return Number.NaN
+  }
 }
 
 const show = (value: unknown) => (value === undefined ? '(unset)' : JSON.stringify(value))
@@ -172,8 +177,10 @@ export function workspaceChanges(layer: ConfigFile, lower: LowerSettings): Confi
     const value = layer.limits?.[key]
     const below = lower.limits[key]
     if (value === undefined || value === below) continue
-    // No limit below means unlimited: any workspace limit lowers it.
-    const raises = below !== undefined && (key === 'memory' ? bytes(String(value)) > bytes(String(below)) : Number(value) > Number(below))
+    // Compared as the engine gets them (spec.ts): "0" memory or 1e-10 CPUs become 0, which the engine
+    // reads as no limit. No limit below means unlimited: any workspace limit that is one lowers it.
+    const engine = (v: string | number) => engineValue(key, v)
+    const raises = below !== undefined && !(engine(value) > 0 && engine(value) <= engine(below))
     add(`limits.${key}`, `${below === undefined ? 'unlimited' : show(below)} -> ${show(value)}`, raises)
   }
   for (const [key, value] of Object.entries(layer.github ?? {})) {
