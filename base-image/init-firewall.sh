@@ -307,7 +307,10 @@ github_meta() {
     fw_log "warning: curl or jq not found; GitHub IP ranges not added"
     return 0
   fi
-  if ! json="$(curl -fsS --max-time 5 https://api.github.com/meta 2> "$TMP/curl.err")"; then
+  # -q first: curl must not read a .curlrc from $CURL_HOME, $XDG_CONFIG_HOME or
+  # $HOME, which the container's environment (a repository's config) may point
+  # into the workspace (an output= there would overwrite root's files).
+  if ! json="$(curl -q -fsS --max-time 5 https://api.github.com/meta 2> "$TMP/curl.err")"; then
     fw_log "warning: could not fetch https://api.github.com/meta ($(fw_last_line "$TMP/curl.err")); GitHub IP ranges not added"
     return 0
   fi

@@ -2,7 +2,7 @@
  * build-base and build: version resolution, CA certificates, and streamed
  * builds through the engine CLI.
  */
-import {cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync} from 'node:fs'
+import {cpSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {baseImageDir} from './assets.js'
@@ -13,7 +13,7 @@ import type {Engine} from './engine/index.js'
 import {BuildError, CommandFailedError, ImageMissingError, UsageError} from './errors.js'
 import {run} from './proc.js'
 import {silentReporter, type Reporter} from './reporter.js'
-import {Labels, Names, requireInitialised, type Workspace} from './workspace.js'
+import {isInitialised, Labels, Names, requireInitialised, type Workspace} from './workspace.js'
 
 export const TOOLS = {
   claudeCode: {pkg: '@anthropic-ai/claude-code', arg: 'CLAUDE_CODE_VERSION'},
@@ -246,7 +246,7 @@ export async function ensureBaseImage(engine: Engine, baseTag: string): Promise<
 export async function buildRepoImage(engine: Engine, ws: Workspace, options: BuildRepoOptions): Promise<string> {
   const reporter = options.reporter ?? silentReporter
   const dir = repoDockerfileDir(ws)
-  if (!existsSync(join(dir, 'Dockerfile'))) {
+  if (!isInitialised(ws)) {
     throw new ImageMissingError(`no .agent-sandbox/Dockerfile in ${ws.path}`, {hint: `run: agent-sandbox init ${JSON.stringify(ws.path)}`})
   }
   // Its RUN steps run with an open network: only the template, or what the user approved.

@@ -6,7 +6,7 @@
 import type {ContainerCreateOptions} from 'dockerode'
 import {createHash} from 'node:crypto'
 import {posix} from 'node:path'
-import type {NetworkMode, Settings} from './config/schema.js'
+import {MIN_CPUS, MIN_MEMORY_BYTES, parseSize, type NetworkMode, type Settings} from './config/schema.js'
 import {Labels, Names, sanitizeBranch, workspaceLabels, type Workspace} from './workspace.js'
 import type {MountSpec} from './engine/types.js'
 import {UsageError} from './errors.js'
@@ -172,12 +172,24 @@ export function checkDockerNetwork(dockerNetwork: string, network: NetworkMode, 
   })
 }
 
-/** `4g`, `512m`, `1024` (bytes) to bytes. */
-export function parseSize(text: string): number {
-  const match = /^(\d+(?:\.\d+)?)([bkmg]?)$/i.exec(text.trim())
-  if (!match) throw new Error(`not a size: ${text}`)
-  const unit = {'': 1, b: 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3}[match[2].toLowerCase() as '' | 'b' | 'k' | 'm' | 'g']
-  return Math.round(Number(match[1]) * unit)
+export {parseSize}
+
+/**
+ * The engine values of the limits, as the spec sends them. The engine reads 0
+ * as no limit, so a set limit below the engine's minimum is an error here too,
+ * whatever the schema let through: it never becomes unlimited.
+ */
+export function engineLimits(limits: Settings['limits']): SandboxSpec['limits'] {
+  const out: SandboxSpec['limits'] = {}
+  if (limits.memory !== undefined) out.memoryBytes = parseSize(limits.memory)
+  if (limits.cpus !== undefined) out.nanoCpus = Math.round(limits.cpus * 1e9)
+  if (limits.pids !== undefined) out.pids = limits.pids
+  const low: string[] = []
+  if (out.memoryBytes !== undefined && !(out.memoryBytes >= MIN_MEMORY_BYTES)) low.push(`memory ${JSON.stringify(limits.memory)} (at least 6m)`)
+  if (out.nanoCpus !== undefined && !(out.nanoCpus >= MIN_CPUS * 1e9)) low.push(`cpus ${limits.cpus} (at least 0.01)`)
+  if (out.pids !== undefined && !(out.pids >= 1)) low.push(`pids ${limits.pids} (at least 1)`)
+  if (low.length) throw new UsageError(`limits below the engine's minimum, which it would read as no limit: ${low.join(', ')}`, {hint: 'raise them, or leave the limit out'})
+  return out
 }
 
 /** Whether bind mounts are relabelled for SELinux: the setting, or with `auto` what the engine says. Pure. */
@@ -281,10 +293,7 @@ export function buildSpec(ws: Workspace, settings: Settings, options: SpecOption
     const value = options.secretValues?.[name]
     if (value !== undefined) env.push({name, value, secret: true})
   }
-  const limits: SandboxSpec['limits'] = {}
-  if (settings.limits.memory) limits.memoryBytes = parseSize(settings.limits.memory)
-  if (settings.limits.cpus) limits.nanoCpus = Math.round(settings.limits.cpus * 1e9)
-  if (settings.limits.pids) limits.pids = settings.limits.pids
+  const limits = engineLimits(settings.limits)
   const name = options.name ?? Names.container(ws, options.branch)
   const labels: Record<string, string> = {
     ...workspaceLabels(ws, options.branch),

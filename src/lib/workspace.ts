@@ -2,7 +2,7 @@
  * A workspace: the real path of a host directory, its MD5 and every name and
  * label derived from them. Pure apart from `resolveWorkspace`, which stats the path.
  */
-import {existsSync, realpathSync, statSync} from 'node:fs'
+import {lstatSync, realpathSync, statSync} from 'node:fs'
 import {basename, join, resolve} from 'node:path'
 import {NotInitialisedError, UsageError} from './errors.js'
 import {hexDigest} from './hash.js'
@@ -165,7 +165,13 @@ export function workspaceLabels(ws: Workspace, branch?: string): Record<string, 
 
 /** A workspace is set up once it has .agent-sandbox/Dockerfile (agent-sandbox init). */
 export function isInitialised(ws: Workspace): boolean {
-  return existsSync(join(ws.path, '.agent-sandbox', 'Dockerfile'))
+  // lstat, not existsSync: a link (even a dangling one) is there, and the build's trust check refuses it.
+  try {
+    lstatSync(join(ws.path, '.agent-sandbox', 'Dockerfile'))
+    return true
+  } catch {
+    return false
+  }
 }
 
 export function requireInitialised(ws: Workspace): void {

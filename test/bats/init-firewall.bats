@@ -560,7 +560,10 @@ server=/github.com/10.255.255.53'
     grep -q 'GitHub IPv4 ranges' "$AGENT_SANDBOX_STATE_DIR/firewall.log" 2> /dev/null && break
     sleep 0.1
   done
-  grep -qx 'curl -fsS --max-time 5 https://api.github.com/meta' "$STUB_LOG"
+  grep -qx 'curl -q -fsS --max-time 5 https://api.github.com/meta' "$STUB_LOG"
+  # -q only works as curl's first argument: anywhere else a .curlrc is read first.
+  run grep -c '^curl -q ' "$STUB_LOG"
+  assert_output 1
   run cat "$TEST_TMP/ipset-restore"
   assert_output $'add agent-sandbox-net4 140.82.112.0/20\nadd agent-sandbox-net4 143.55.64.0/20\nadd agent-sandbox-net4 192.30.252.0/22'
   grep -q 'added 3 GitHub IPv4 ranges to agent-sandbox-net4' "$AGENT_SANDBOX_STATE_DIR/firewall.log"

@@ -11,7 +11,7 @@
  * (XDG_CONFIG_HOME) under the test's directory.
  */
 import {generateKeyPairSync} from 'node:crypto'
-import {chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync} from 'node:fs'
+import {chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {cleanupUnder, cli, docker, makeWorkspace, REPO, run, TEST_GID, TEST_ROOT, TEST_UID, type Result} from './helpers.js'
@@ -85,6 +85,9 @@ describe('an untrusted workspace file', () => {
     ['env NODE_OPTIONS', {env: {NODE_OPTIONS: '--require /workspace/x.js'}}, 'env.NODE_OPTIONS'],
     ['env LD_PRELOAD', {env: {LD_PRELOAD: '/workspace/x.so'}}, 'env.LD_PRELOAD'],
     ['env AGENT_SANDBOX_NETWORK', {env: {AGENT_SANDBOX_NETWORK: 'open'}}, 'env.AGENT_SANDBOX_NETWORK'],
+    // root's curl in init-firewall.sh read $CURL_HOME/.curlrc (its output= overwrote a root script)
+    ['env CURL_HOME', {env: {CURL_HOME: '/workspace/repo'}}, 'env.CURL_HOME'],
+    ['env http_proxy', {env: {http_proxy: 'http://attacker.example:3128'}}, 'env.http_proxy'],
     ['sharedAgentConfig', {sharedAgentConfig: false}, 'sharedAgentConfig'],
     ['selinuxRelabel off', {selinuxRelabel: 'off'}, 'selinuxRelabel'],
     ['protectHookConfig false', {protectHookConfig: false}, 'protectHookConfig'],
@@ -149,6 +152,63 @@ describe('an untrusted workspace file', () => {
       writeFileSync(dockerfile, template)
     }
     expect(await imageId(ws)).toBe(before)
+  })
+
+  // A linked Dockerfile was recorded as no Dockerfile at all: `build` ran its RUN step unapproved.
+  it.each(['Dockerfile', 'config.json'])('a linked .agent-sandbox/%s is refused with exit 2, one line naming it and the fix; nothing is built', async (name) => {
+    writeConfig(ws, {})
+    const before = await imageId(ws)
+    const file = join(ws, '.agent-sandbox', name)
+    const real = join(ws, '.agent-sandbox', `${name}.real`)
+    const original = readFileSync(file)
+    writeFileSync(real, name === 'Dockerfile' ? `${original.toString()}RUN echo trust-it-linked-step > /tmp/built\n` : JSON.stringify({network: 'open'}))
+    rmSync(file)
+    symlinkSync(`${name}.real`, file)
+    try {
+      for (const args of [['build', ws], ['show-run', ws], ['start', ws]]) {
+        const r = await sbx(args)
+        expect(r.exitCode, `${args[0]}: ${r.stderr}`).toBe(2)
+        expect(r.stderr.trim().split('\n'), args[0]).toHaveLength(1)
+        expect(r.stderr, args[0]).toContain(`${file} is a symbolic link: agent-sandbox reads only regular files in .agent-sandbox/`)
+        expect(r.stderr, args[0]).toContain('replace the link with a copy of the file it points to')
+        expect(r.stdout + r.stderr).not.toContain('trust-it-linked-step')
+      }
+      const trust = await sbx(['trust', ws, '--yes'])
+      expect(trust.exitCode).toBe(2)
+      expect(trust.stderr).toContain(`${file} is a symbolic link`)
+    } finally {
+      rmSync(file)
+      rmSync(real)
+      writeFileSync(file, original)
+      chownSync(file, TEST_UID, TEST_GID)
+    }
+    expect(await imageId(ws)).toBe(before)
+    expect(await createdFor(ws)).toBe('')
+  })
+
+  // {"memory":"0","cpus":1e-10} under the user's 2g and 2 CPUs once created Memory=0 NanoCpus=0: no limits.
+  it("limits the engine would read as none are a config error naming the field; they never remove the user's", async () => {
+    mkdirSync(join(env.XDG_CONFIG_HOME, 'agent-sandbox'), {recursive: true})
+    writeFileSync(join(env.XDG_CONFIG_HOME, 'agent-sandbox', 'config.json'), JSON.stringify({limits: {memory: '2g', cpus: 2}}))
+    try {
+      for (const [limits, field] of [[{memory: '0', cpus: 1}, 'limits.memory'], [{memory: '1g', cpus: 1e-10}, 'limits.cpus']] as const) {
+        writeConfig(ws, {limits})
+        for (const command of ['show-run', 'start']) {
+          const r = await sbx([command, ws])
+          expect(r.exitCode, `${command}: ${r.stderr}`).toBe(2)
+          expect(r.stderr).toContain(`field "${field}": must be at least`)
+          expect(r.stderr.trim().split('\n')).toHaveLength(1)
+        }
+      }
+      expect(await createdFor(ws)).toBe('')
+      writeConfig(ws, {limits: {memory: '1g', cpus: 1}})
+      const down = await sbx(['show-run', ws])
+      expect(down.exitCode, down.stderr).toBe(0)
+      expect(down.stdout).toContain(`--memory ${1024 ** 3}b`)
+      expect(down.stdout).toMatch(/--cpus 1(\s|$)/)
+    } finally {
+      rmSync(join(env.XDG_CONFIG_HOME, 'agent-sandbox', 'config.json'))
+    }
   })
 
   it('config reports (exit 0) what is refused, as text and as JSON', async () => {

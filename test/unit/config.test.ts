@@ -275,8 +275,8 @@ describe('loadSettings', () => {
     expect(error.message).toContain('limits.cpus')
   })
 
-  it('reports an unreadable config path (a directory) as a ConfigError', () => {
+  it('reports a config path that is not a regular file (a directory) as a ConfigError', () => {
     mkdirSync(join(ws, '.agent-sandbox', 'config.json'), {recursive: true})
-    expect(configError(() => loadSettings({workspacePath: ws, env: {HOME: home}})).message).toMatch(/cannot read/)
+    expect(configError(() => loadSettings({workspacePath: ws, env: {HOME: home}})).message).toMatch(/config\.json is a directory: agent-sandbox reads only regular files/)
   })
 })

@@ -231,6 +231,17 @@ describe('buildSpec', () => {
     expect(secretValues(s).sort()).toEqual(['ghp_x', 'sk-123456'])
   })
 
+  // The engine reads 0 as no limit: a set limit that converts to 0 must never reach it.
+  it.each<[string, Settings['limits'], RegExp]>([
+    ['memory "0"', {memory: '0'}, /memory "0" \(at least 6m\)/],
+    ['memory "5m"', {memory: '5m'}, /memory "5m"/],
+    ['cpus 1e-10 (rounds to 0 nanoCPUs)', {cpus: 1e-10}, /cpus 1e-10 \(at least 0.01\)/],
+    ['cpus 0', {cpus: 0}, /cpus 0/],
+    ['pids 0', {pids: 0}, /pids 0/],
+  ])('refuses a set limit below the engine minimum: %s', (_name, limits, message) => {
+    expect(() => buildSpec(ws, settings({limits}), {protectedPaths})).toThrow(message)
+  })
+
   it('converts limits', () => {
     const s = buildSpec(ws, settings({limits: {memory: '4g', cpus: 1.5, pids: 256}}), {protectedPaths})
     expect(s.limits).toEqual({memoryBytes: 4 * 1024 ** 3, nanoCpus: 1_500_000_000, pids: 256})

@@ -1,8 +1,9 @@
-import {mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync} from 'node:fs'
+import {execFileSync} from 'node:child_process'
+import {mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {afterEach, beforeEach, describe, expect, it} from 'vitest'
-import {loadSettings, mergeLayers} from '../../src/lib/config/load.js'
+import {loadSettings, mergeLayers, parseConfigText} from '../../src/lib/config/load.js'
 import {DEFAULTS, type ConfigFile} from '../../src/lib/config/schema.js'
 import {
   assertBuildTrusted,
@@ -22,9 +23,10 @@ import {
   unifiedDiff,
   writeTrustStore,
 } from '../../src/lib/config/trust.js'
-import {isRiskyEnv, RISKY_ENV_NAMES, wideningChanges, workspaceChanges, type LowerSettings} from '../../src/lib/config/widening.js'
+import {envNameMatches, isRiskyEnv, RISKY_ENV_NAMES, wideningChanges, workspaceChanges, type LowerSettings} from '../../src/lib/config/widening.js'
 import {ConfigError, UsageError} from '../../src/lib/errors.js'
 import {checkDockerNetwork} from '../../src/lib/spec.js'
+import {isInitialised, type Workspace} from '../../src/lib/workspace.js'
 
 const lower = (over: Partial<LowerSettings> = {}): LowerSettings => ({...structuredClone(DEFAULTS), protectHookConfig: true, ...over})
 const widens = (layer: ConfigFile, below = lower()) => wideningChanges(layer, below).map((c) => c.key)
@@ -54,8 +56,42 @@ describe('workspaceChanges: widening settings', () => {
     },
   )
 
-  it('keeps the risky names in one exported list', () => {
-    for (const name of ['LD_*', 'NODE_OPTIONS', 'GIT_*', 'NPM_CONFIG_*', 'AGENT_SANDBOX_*', 'PATH']) expect(RISKY_ENV_NAMES).toContain(name)
+  // Names that change how root's tools in the container behave (init-firewall.sh's curl read a
+  // .curlrc from CURL_HOME), which proxy or resolver they use, or what a runtime loads.
+  it.each([
+    'CURL_HOME', 'curl_home', 'CURL_CA_BUNDLE', 'XDG_CONFIG_HOME', 'XDG_DATA_DIRS',
+    'HTTP_PROXY', 'http_proxy', 'HTTPS_PROXY', 'https_proxy', 'ALL_PROXY', 'all_proxy', 'NO_PROXY', 'no_proxy', 'FTP_PROXY', 'ftp_proxy',
+    'GCONV_PATH', 'LOCPATH', 'HOSTALIASES', 'RES_OPTIONS', 'LOCALDOMAIN', 'TMPDIR', 'WGETRC', 'SSL_CERT_FILE', 'SSL_CERT_DIR',
+    'OPENSSL_CONF', 'OPENSSL_ENGINES', 'LD_AUDIT', 'DYLD_INSERT_LIBRARIES', 'PYTHONHOME', 'PYTHONWARNINGS', 'PERL5LIB', 'PERLLIB', 'PERL5DB',
+    'RUBYLIB', 'RUBYOPT', 'NODE_OPTIONS', 'NODE_EXTRA_CA_CERTS', 'NODE_REPL_EXTERNAL_MODULE', 'NPM_CONFIG_USERCONFIG', 'npm_config_script_shell',
+    'JAVA_TOOL_OPTIONS', '_JAVA_OPTIONS', 'MALLOC_CHECK_', 'MALLOC_ARENA_MAX', 'PS4', 'SHELLOPTS', 'PROMPT_COMMAND', 'TZDIR', 'TERMINFO',
+    'TERMINFO_DIRS', 'INPUTRC', 'LESSOPEN', 'LESSCLOSE', 'MANPAGER', 'PAGER', 'GIT_CONFIG_COUNT', 'GLIBC_TUNABLES',
+  ])('env %s widens', (name) => {
+    expect(isRiskyEnv(name, 'x')).toBe(true)
+    expect(widens({env: {[name]: 'x'}})).toEqual([`env.${name}`])
+  })
+
+  it.each(['DEBUG', 'TZ', 'LANG', 'CI', 'PROXY', 'PROXY_URL', 'MY_NODE', 'GITHUB_SHA_X'])('env %s is not on the list', (name) => {
+    expect(isRiskyEnv(name, 'x')).toBe(false)
+  })
+
+  it('keeps the risky names in one exported list, upper-case (names are upper-cased before matching), none covered by another', () => {
+    for (const name of ['LD_*', 'NODE_*', 'GIT_*', 'NPM_CONFIG_*', 'AGENT_SANDBOX_*', 'PATH', 'CURL_*', 'XDG_*', '*_PROXY']) expect(RISKY_ENV_NAMES).toContain(name)
+    for (const pattern of RISKY_ENV_NAMES) {
+      expect(pattern).toBe(pattern.toUpperCase())
+      const bare = pattern.replace(/^\*|\*$/g, '')
+      expect(RISKY_ENV_NAMES.filter((other) => other !== pattern && envNameMatches(other, bare)), pattern).toEqual([])
+    }
+  })
+
+  it('envNameMatches: a trailing * is a prefix, a leading * a suffix, else the whole name', () => {
+    expect(envNameMatches('NODE_*', 'NODE_OPTIONS')).toBe(true)
+    expect(envNameMatches('NODE_*', 'MY_NODE_X')).toBe(false)
+    expect(envNameMatches('*_PROXY', 'HTTPS_PROXY')).toBe(true)
+    expect(envNameMatches('*_PROXY', 'HTTPS_PROXY_X')).toBe(false)
+    expect(envNameMatches('*_PROXY', 'PROXY')).toBe(false)
+    expect(envNameMatches('PATH', 'PATHX')).toBe(false)
+    expect(envNameMatches('PATH', 'PATH')).toBe(true)
   })
 
   it('AGENT_SANDBOX_GITHUB_META=0 only turns something off; =1 widens', () => {
@@ -70,6 +106,43 @@ describe('workspaceChanges: widening settings', () => {
     expect(widens({limits: {cpus: 4}}, below)).toEqual(['limits.cpus'])
     expect(widens({limits: {pids: 1024}}, below)).toEqual(['limits.pids'])
     expect(mergeLayers([['user', {limits: {memory: '1g'}}], ['workspace', {limits: {}}]]).settings.limits).toEqual({memory: '1g'})
+  })
+
+  // {"memory":"0","cpus":1e-10} became Memory=0 NanoCpus=0: no limits at all, below the user's 2g and 2 CPUs.
+  it('a limit the engine would read as none widens: compared after the conversion the spec applies', () => {
+    const below = lower({limits: {memory: '2g', cpus: 2, pids: 256}})
+    expect(widens({limits: {memory: '0'}}, below)).toEqual(['limits.memory'])
+    expect(widens({limits: {memory: '0.0001'}}, below)).toEqual(['limits.memory'])
+    expect(widens({limits: {memory: '0b'}}, below)).toEqual(['limits.memory'])
+    expect(widens({limits: {cpus: 1e-10}}, below)).toEqual(['limits.cpus'])
+    expect(widens({limits: {cpus: 0}}, below)).toEqual(['limits.cpus'])
+    expect(widens({limits: {pids: 0}}, below)).toEqual(['limits.pids'])
+    expect(widens({limits: {memory: '1g', cpus: 1, pids: 128}}, below)).toEqual([])
+    // Equal once converted: 2048m is 2g, and 2.0000000001 CPUs is 2e9 nanoCPUs.
+    expect(widens({limits: {memory: '2048m', cpus: 2.0000000001}}, below)).toEqual([])
+  })
+
+  it.each<[string, unknown, string]>([
+    ['memory "0"', {memory: '0'}, 'limits.memory'],
+    ['memory "5m"', {memory: '5m'}, 'limits.memory'],
+    ['cpus 1e-10', {cpus: 1e-10}, 'limits.cpus'],
+    ['cpus 0.009', {cpus: 0.009}, 'limits.cpus'],
+  ])('a limit below the engine minimum is a config error naming the field: %s', (_name, limits, field) => {
+    expect(() => parseConfigText(JSON.stringify({limits}), '/ws/.agent-sandbox/config.json')).toThrow(new RegExp(`field "${field.replace('.', '\\.')}": must be at least`))
+    expect(() => parseConfigText(JSON.stringify({limits}), '/ws/.agent-sandbox/config.json')).toThrow(ConfigError)
+  })
+
+  it('the engine minimums themselves are valid limits', () => {
+    expect(parseConfigText(JSON.stringify({limits: {memory: '6m', cpus: 0.01}}), 'x').limits).toEqual({memory: '6m', cpus: 0.01})
+  })
+
+  // The push gate computes "the default branch" only when the merged list is empty (the gate now
+  // always adds it); a workspace's entries only add branches, so they narrow.
+  it('protectedBranches from a workspace file narrows, and never removes one below it', () => {
+    const changes = workspaceChanges({protectedBranches: ['release/*']}, lower({protectedBranches: ['main']}))
+    expect(changes).toEqual([{key: 'protectedBranches', summary: '+ release/*', widens: false}])
+    expect(widens({protectedBranches: ['release/*']})).toEqual([])
+    expect(mergeLayers([['user', {protectedBranches: ['main']}], ['workspace', {protectedBranches: ['release/*']}]]).settings.protectedBranches).toEqual(['main', 'release/*'])
   })
 
   it('network firewall widens only when the user chose none', () => {
@@ -262,6 +335,48 @@ describe('the trust store', () => {
     expect(() => assertBuildTrusted(ws, env)).not.toThrow()
     writeFileSync(join(ws, '.agent-sandbox', 'payload.sh'), 'echo pwned\n')
     expect(() => assertBuildTrusted(ws, env)).toThrow(/changed since you trusted it \(payload.sh\)/)
+  })
+
+  // A link is hashed as its target's name, while the build and the loader follow it: a linked
+  // Dockerfile was recorded as no Dockerfile at all, and its RUN steps built unapproved.
+  it.each(['Dockerfile', 'config.json'])('a linked .agent-sandbox/%s is refused everywhere: one ConfigError naming it and the fix', (name) => {
+    const file = join(ws, '.agent-sandbox', name)
+    const real = join(ws, '.agent-sandbox', `${name}.real`)
+    writeFileSync(real, name === 'Dockerfile' ? `${templateDockerfile('latest')}RUN echo linked\n` : JSON.stringify({network: 'none'}))
+    rmSync(file)
+    symlinkSync(`${name}.real`, file)
+    const expected = `${file} is a symbolic link: agent-sandbox reads only regular files in .agent-sandbox/`
+    for (const call of [() => snapshotDir(ws), () => assertBuildTrusted(ws, env), () => reviewWorkspace(ws, env), () => loadSettings({workspacePath: ws, env})]) {
+      let error: unknown
+      try {
+        call()
+      } catch (caught) {
+        error = caught
+      }
+      expect(error).toBeInstanceOf(ConfigError)
+      expect((error as ConfigError).message).toBe(expected)
+      expect((error as ConfigError).hint).toBe('replace the link with a copy of the file it points to')
+      expect((error as ConfigError).exitCode).toBe(2)
+    }
+    expect(isInitialised({path: ws} as Workspace)).toBe(true)
+  })
+
+  it('a dangling Dockerfile link counts as present (so the build refuses it rather than calling the workspace not set up)', () => {
+    rmSync(join(ws, '.agent-sandbox', 'Dockerfile'))
+    symlinkSync('nowhere', join(ws, '.agent-sandbox', 'Dockerfile'))
+    expect(isInitialised({path: ws} as Workspace)).toBe(true)
+    expect(() => assertBuildTrusted(ws, env)).toThrow(/Dockerfile is a symbolic link/)
+  })
+
+  it('a linked .agent-sandbox/ directory, and a FIFO anywhere in it, are refused', () => {
+    const fifo = join(ws, '.agent-sandbox', 'pipe')
+    execFileSync('mkfifo', [fifo])
+    expect(() => snapshotDir(ws)).toThrow(`${fifo} is not a regular file`)
+    rmSync(fifo)
+    renameSync(join(ws, '.agent-sandbox'), join(ws, 'elsewhere'))
+    symlinkSync('elsewhere', join(ws, '.agent-sandbox'))
+    expect(() => snapshotDir(ws)).toThrow(`${join(ws, '.agent-sandbox')} is a symbolic link: it must be a directory in the workspace itself`)
+    expect(() => loadSettings({workspacePath: ws, env})).toThrow(ConfigError)
   })
 
   it('review shows a diff against the template, then against the approved copy', () => {

@@ -16,7 +16,7 @@ import {join} from 'node:path'
 import type {ZodError} from 'zod'
 import {ConfigError} from '../errors.js'
 import {ConfigFileSchema, DEFAULTS, type ConfigFile, type Settings} from './schema.js'
-import {configTrust, refusalError, type ConfigTrust} from './trust.js'
+import {assertRegularAgentSandbox, configTrust, refusalError, type ConfigTrust} from './trust.js'
 
 export type Source = 'flag' | 'env' | 'workspace' | 'user' | 'default' | 'workspace (trusted)' | 'workspace (untrusted)' | 'workspace (untrusted: refused)'
 
@@ -129,6 +129,8 @@ export function loadSettings(options: LoadOptions = {}): LoadedSettings {
     user: userConfigPath(env),
   }
   const user = readConfigFile(files.user)
+  // The workspace's file must be a regular file: a link's bytes are never the approved ones, and it could point anywhere.
+  if (options.workspacePath) assertRegularAgentSandbox(options.workspacePath)
   const workspace = files.workspace ? readConfigBytes(files.workspace) : undefined
   refuseWorkspaceGithub(workspace?.layer, files.workspace)
   refuseUserOnly(workspace?.layer, files.workspace)

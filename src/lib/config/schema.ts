@@ -17,7 +17,8 @@ const branchGlob = z
   .string()
   .regex(/^[^\s~^:\\]+$/, 'must be a branch name or a glob such as release/*')
   .refine((b) => !b.startsWith('-') && !b.startsWith('refs/'), 'must be a branch name such as main (without refs/heads/)')
-const size = z.string().regex(/^\d+(\.\d+)?[bkmgBKMG]?$/, 'must be a size such as 512m or 4g')
+const SIZE = /^\d+(\.\d+)?[bkmgBKMG]?$/
+const size = z.string().regex(SIZE, 'must be a size such as 512m or 4g')
 
 /** A user's own tree, pre-approved (`~/src/mine/*`): `*` matches within one path component, `**` across them. */
 const trustedPath = z
@@ -28,10 +29,27 @@ const trustedPath = z
 export const NetworkMode = z.enum(['firewall', 'none', 'open'])
 export type NetworkMode = z.infer<typeof NetworkMode>
 
+/** `4g`, `512m`, `1024` (bytes) to bytes. */
+export function parseSize(text: string): number {
+  const match = /^(\d+(?:\.\d+)?)([bkmg]?)$/i.exec(text.trim())
+  if (!match) throw new Error(`not a size: ${text}`)
+  const unit = {'': 1, b: 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3}[match[2].toLowerCase() as '' | 'b' | 'k' | 'm' | 'g']
+  return Math.round(Number(match[1]) * unit)
+}
+
+/**
+ * The smallest limits the engine takes (Docker refuses less memory than 6m and
+ * fewer CPUs than 0.01). The engine reads 0 as no limit at all, so a limit
+ * that converted to 0 would remove the user's (a workspace's `"memory": "0"`
+ * once did).
+ */
+export const MIN_MEMORY_BYTES = 6 * 1024 ** 2
+export const MIN_CPUS = 0.01
+
 export const LimitsSchema = z
   .object({
-    memory: size.optional(),
-    cpus: z.number().positive().max(1024).optional(),
+    memory: size.refine((s) => !SIZE.test(s) || parseSize(s) >= MIN_MEMORY_BYTES, 'must be at least 6m (the engine\'s minimum; a limit of 0 would mean none)').optional(),
+    cpus: z.number().min(MIN_CPUS, 'must be at least 0.01 (the engine\'s minimum; a limit of 0 would mean none)').max(1024).optional(),
     pids: z.number().int().min(16).max(4_194_304).optional(),
   })
   .strict()

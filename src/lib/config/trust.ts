@@ -9,7 +9,7 @@
  * The store: $XDG_STATE_HOME/agent-sandbox/trust.json (default
  * ~/.local/state/…), 0600 in a 0700 directory, replaced atomically.
  */
-import {chmodSync, closeSync, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readlinkSync, realpathSync, renameSync, unlinkSync, writeSync} from 'node:fs'
+import {chmodSync, closeSync, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readlinkSync, realpathSync, renameSync, unlinkSync, writeSync, type Stats} from 'node:fs'
 import {homedir} from 'node:os'
 import {dirname, join} from 'node:path'
 import {templatesDir} from '../assets.js'
@@ -99,11 +99,50 @@ export function agentSandboxDir(workspacePath: string): string {
   return join(workspacePath, '.agent-sandbox')
 }
 
+/**
+ * The files agent-sandbox reads itself (config.json, the Dockerfile the build
+ * uses) must be regular files in a real .agent-sandbox/ directory: a link is
+ * hashed as its target's name, not its bytes, so its bytes would never be the
+ * approved ones, and fs calls that follow links (existsSync, readFileSync, the
+ * engine's build) would see a different file than the trust check (a linked
+ * Dockerfile once built unapproved). FIFOs, sockets and devices are refused
+ * anywhere in .agent-sandbox/: they have no bytes to hash.
+ */
+function irregularEntry(path: string, stat: Stats, dir: boolean): ConfigError {
+  const kind = stat.isSymbolicLink() ? 'a symbolic link' : stat.isDirectory() ? 'a directory' : 'not a regular file'
+  if (dir) return new ConfigError(`${path} is ${kind}: it must be a directory in the workspace itself`, {hint: 'replace the link with the directory it points to'})
+  const fix = stat.isSymbolicLink() ? 'replace the link with a copy of the file it points to' : 'replace it with a regular file, or remove it'
+  return new ConfigError(`${path} is ${kind}: agent-sandbox reads only regular files in .agent-sandbox/`, {hint: fix})
+}
+
+/** Refuse a linked .agent-sandbox/, or a config.json or Dockerfile that is not a regular file (see irregularEntry); false without .agent-sandbox/. */
+export function assertRegularAgentSandbox(workspacePath: string): boolean {
+  const root = agentSandboxDir(workspacePath)
+  const rootStat = lstatOrUndefined(root)
+  if (!rootStat) return false
+  if (!rootStat.isDirectory()) throw irregularEntry(root, rootStat, true)
+  for (const name of [CONFIG_FILE, DOCKERFILE]) {
+    const stat = lstatOrUndefined(join(root, name))
+    if (stat && !stat.isFile()) throw irregularEntry(join(root, name), stat, false)
+  }
+  return true
+}
+
+function lstatOrUndefined(path: string): Stats | undefined {
+  try {
+    return lstatSync(path)
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT' || (error as NodeJS.ErrnoException).code === 'ENOTDIR') return undefined
+    throw error
+  }
+}
+
 /** Hash every regular file (and link) under .agent-sandbox/: the build context and the config. */
 export function snapshotDir(workspacePath: string): Snapshot {
   const root = agentSandboxDir(workspacePath)
   const entries: Array<[string, string]> = []
   const snapshot: Snapshot = {files: {}}
+  if (!assertRegularAgentSandbox(workspacePath)) return snapshot
   const walk = (rel: string) => {
     let names: string[]
     try {
@@ -116,6 +155,7 @@ export function snapshotDir(workspacePath: string): Snapshot {
       const relPath = rel ? `${rel}/${name}` : name
       const full = join(root, relPath)
       const stat = lstatSync(full)
+      if ((relPath === CONFIG_FILE || relPath === DOCKERFILE) && !stat.isFile()) throw irregularEntry(full, stat, false)
       if (stat.isDirectory()) walk(relPath)
       else if (stat.isSymbolicLink()) entries.push([relPath, hexDigest('sha256', `symlink:${readlinkSync(full)}`)])
       else if (stat.isFile()) {
@@ -123,7 +163,7 @@ export function snapshotDir(workspacePath: string): Snapshot {
         entries.push([relPath, hexDigest('sha256', bytes)])
         if (relPath === CONFIG_FILE) snapshot.config = bytes
         if (relPath === DOCKERFILE) snapshot.dockerfile = bytes
-      }
+      } else throw irregularEntry(full, stat, false)
     }
   }
   walk('')

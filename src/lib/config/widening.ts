@@ -5,54 +5,81 @@
  * widening change may apply (docs/security.md, "Settings a repository may
  * change").
  */
-import {looksSecret} from '../spec.js'
+import {looksSecret, parseSize} from '../spec.js'
 import type {ConfigFile, NetworkMode, Settings} from './schema.js'
 
 /**
- * Environment variable names that change how programs in the sandbox load or
- * run code, where git and npm read their configuration from, or what the
- * entrypoint does (`AGENT_SANDBOX_NETWORK=open` would skip the firewall). A
- * trailing `*` matches any suffix; matching ignores case.
+ * Environment variable names a workspace file may not set untrusted. The
+ * container's environment reaches root's processes too (the entrypoint,
+ * init-firewall.sh's curl), so this is every name that changes how a program
+ * loads or runs code, where it reads its configuration, start-up files,
+ * certificates, locale or terminal data from, which proxy or resolver it uses,
+ * or what the entrypoint does (`AGENT_SANDBOX_NETWORK=open` would skip the
+ * firewall). A trailing `*` matches any suffix and a leading `*` any prefix;
+ * matching ignores case (`http_proxy` is `HTTP_PROXY`), so entries are
+ * written upper-case.
  */
 export const RISKY_ENV_NAMES: readonly string[] = [
+  // the sandbox's own switches
   'AGENT_SANDBOX_*',
+  // shells and their start-up files
   'BASH_ENV',
   'BASH_FUNC_*',
   'BASHOPTS',
   'CDPATH',
-  'CURL_CA_BUNDLE',
-  'EDITOR',
   'ENV',
-  'GH_*',
-  'GIT_*',
   'HOME',
   'IFS',
-  'JAVA_TOOL_OPTIONS',
-  'LD_*',
-  'LESSOPEN',
-  'NODE_EXTRA_CA_CERTS',
-  'NODE_OPTIONS',
-  'NODE_PATH',
-  'NPM_CONFIG_*',
-  'PAGER',
+  'INPUTRC',
   'PATH',
-  'PERL5LIB',
-  'PERL5OPT',
   'PROMPT_COMMAND',
   'PS4',
-  'PYTHONHOME',
-  'PYTHONPATH',
-  'PYTHONSTARTUP',
-  'REQUESTS_CA_BUNDLE',
-  'RUBYLIB',
-  'RUBYOPT',
   'SHELLOPTS',
-  'SSH_ASKPASS',
+  'ZDOTDIR',
+  // the dynamic loader and the C library
+  'DYLD_*',
+  'GCONV_PATH',
+  'GLIBC_TUNABLES',
+  'HOSTALIASES',
+  'LD_*',
+  'LOCALDOMAIN',
+  'LOCPATH',
+  'MALLOC_*',
+  'NLSPATH',
+  'RES_OPTIONS',
+  'TMPDIR',
+  'TZDIR',
+  // network clients: their config files, proxies and certificates
+  '*_PROXY',
+  'CURL_*',
+  'OPENSSL_*',
+  'REQUESTS_CA_BUNDLE',
   'SSL_CERT_DIR',
   'SSL_CERT_FILE',
-  'VISUAL',
-  'ZDOTDIR',
+  'SSLKEYLOGFILE',
+  'WGETRC',
+  'XDG_*',
+  // language runtimes
+  'JAVA_TOOL_OPTIONS',
+  'NODE_*',
+  'NPM_CONFIG_*',
+  'PERL*',
+  'PYTHON*',
+  'RUBY*',
   '_JAVA_OPTIONS',
+  // git, gh and ssh
+  'GH_*',
+  'GIT_*',
+  'GNUPGHOME',
+  'SSH_ASKPASS',
+  // programs other programs start: editors, pagers, terminal data
+  'EDITOR',
+  'LESSCLOSE',
+  'LESSOPEN',
+  'MANPAGER',
+  'PAGER',
+  'TERMINFO*',
+  'VISUAL',
 ]
 
 /** `AGENT_SANDBOX_GITHUB_META=0` only turns GitHub's published ranges off (docs/security.md). */
@@ -61,7 +88,14 @@ const HARMLESS_ENV: Readonly<Record<string, string>> = {AGENT_SANDBOX_GITHUB_MET
 export function isRiskyEnv(name: string, value?: string): boolean {
   if (value !== undefined && HARMLESS_ENV[name] === value) return false
   const upper = name.toUpperCase()
-  return RISKY_ENV_NAMES.some((pattern) => (pattern.endsWith('*') ? upper.startsWith(pattern.slice(0, -1)) : upper === pattern))
+  return RISKY_ENV_NAMES.some((pattern) => envNameMatches(pattern, upper))
+}
+
+/** `NODE_*` matches by prefix, `*_PROXY` by suffix, anything else exactly. Pure. */
+export function envNameMatches(pattern: string, name: string): boolean {
+  if (pattern.endsWith('*')) return name.startsWith(pattern.slice(0, -1))
+  if (pattern.startsWith('*')) return name.endsWith(pattern.slice(1))
+  return name === pattern
 }
 
 /** What lies below the workspace file: defaults and the user's file merged. */
@@ -91,10 +125,15 @@ export function portHostIp(text: string): string {
   return parts.length === 3 ? parts[0] : '127.0.0.1'
 }
 
-function bytes(size: string): number {
-  const match = /^(\d+(?:\.\d+)?)([bkmg]?)$/i.exec(size.trim())
-  if (!match) return Number.NaN
-  return Number(match[1]) * {'': 1, b: 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3}[match[2].toLowerCase() as '' | 'b' | 'k' | 'm' | 'g']
+
+/** A limit as spec.ts sends it to the engine (0 or less: none); NaN for what does not parse. */
+function engineValue(key: 'memory' | 'cpus' | 'pids', value: string | number): number {
+  try {
+    if (key === 'memory') return parseSize(String(value))
+    return key === 'cpus' ? Math.round(Number(value) * 1e9) : Number(value)
+  } catch {
+    return Number.NaN
+  }
 }
 
 const show = (value: unknown) => (value === undefined ? '(unset)' : JSON.stringify(value))
@@ -138,8 +177,10 @@ export function workspaceChanges(layer: ConfigFile, lower: LowerSettings): Confi
     const value = layer.limits?.[key]
     const below = lower.limits[key]
     if (value === undefined || value === below) continue
-    // No limit below means unlimited: any workspace limit lowers it.
-    const raises = below !== undefined && (key === 'memory' ? bytes(String(value)) > bytes(String(below)) : Number(value) > Number(below))
+    // Compared as the engine gets them (spec.ts): "0" memory or 1e-10 CPUs become 0, which the engine
+    // reads as no limit. No limit below means unlimited: any workspace limit that is one lowers it.
+    const engine = (v: string | number) => engineValue(key, v)
+    const raises = below !== undefined && !(engine(value) > 0 && engine(value) <= engine(below))
     add(`limits.${key}`, `${below === undefined ? 'unlimited' : show(below)} -> ${show(value)}`, raises)
   }
   for (const [key, value] of Object.entries(layer.github ?? {})) {
