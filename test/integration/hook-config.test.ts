@@ -10,7 +10,7 @@
 import {cpSync, existsSync, mkdirSync, writeFileSync} from 'node:fs'
 import {dirname, join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
-import {cleanupUnder, cli, docker, initWorkspace, inspect, makeWorkspace, removeWorkspace, run, sbx, TEST_ROOT, TEST_UID, type Result} from './helpers.js'
+import {cleanupUnder, cli, docker, initWorkspace, inspect, makeWorkspace, removeWorkspace, run, sbx, TEST_ROOT, TEST_UID, type Result, trustWorkspace} from './helpers.js'
 
 const FRAMEWORK_PACKAGES = ['husky', 'lint-staged', '@commitlint/cli', '@commitlint/config-conventional', 'simple-git-hooks', 'lefthook']
 let modules = ''
@@ -43,6 +43,8 @@ async function frameworkRepo(name: string, files: Record<string, string>, option
   await initWorkspace(ws)
   if (options.dockerfile !== undefined) {
     writeFileSync(join(ws, '.agent-sandbox', 'Dockerfile'), options.dockerfile)
+    // The user's own Dockerfile: they approve it, as a user would (docs/security.md).
+    await trustWorkspace(ws)
     const built = await cli(['build', ws])
     expect(built.exitCode, built.stderr).toBe(0)
   }
