@@ -7,7 +7,7 @@
 # Prints one total line at the end: "N passed, N failed, N skipped" (a skipped
 # test never counts as passed; nothing here skips on purpose). Exits non-zero if
 # any test failed or a suite could not run.
-# Podman: the lifecycle, run, bad-input, branch, git-guardrails and host-git suites also run against Podman's API socket
+# Podman: the lifecycle, run, bad-input, branch, git-guardrails, host-git, protected-watch and root-env suites also run against Podman's API socket
 # when AGENT_SANDBOX_TEST_PODMAN=1 (CI sets it after scripts/setup-engine.sh --podman);
 # otherwise a line says that suite was not requested.
 # Rootless Podman: the rootless suite (test/rootless) runs the CLI as the user
@@ -74,7 +74,8 @@ for suite in "${suites[@]}"; do
       DOCKER_HOST="${AGENT_SANDBOX_PODMAN_HOST:-unix:///run/podman/podman.sock}" AGENT_SANDBOX_ENGINE=podman AGENT_SANDBOX_IT_ID=podman \
         npx vitest run --project integration --reporter=default --reporter=json --outputFile.json="$out/podman.json" \
         test/integration/lifecycle.test.ts test/integration/run.test.ts test/integration/bad-input.test.ts \
-        test/integration/branch.test.ts test/integration/git-guardrails.test.ts test/integration/host-git.test.ts
+        test/integration/branch.test.ts test/integration/git-guardrails.test.ts test/integration/host-git.test.ts \
+        test/integration/protected-watch.test.ts test/integration/root-env.test.ts
       rc=$?
       count_vitest "$out/podman.json" podman
       [ "$rc" -eq 0 ] || [ -s "$out/podman.json" ] || broken=$((broken + 1))
