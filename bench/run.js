@@ -18,7 +18,7 @@
 import {existsSync, mkdirSync} from 'node:fs'
 import {join} from 'node:path'
 import {parseArgs} from 'node:util'
-import {BASE_TAG, BIN, OWNER, REPO, benchId, cleanup, cliEnv, cliSync, configureWorkspace, docker, makeGitWorkspace, sh, writeUserConfig} from './lib/fixtures.js'
+import {BASE_TAG, BIN, OWNER, REPO, benchId, cleanup, cliEnv, cliSync, docker, makeGitWorkspace, sh, writeUserConfig} from './lib/fixtures.js'
 import {TIME_BIN, cleanupScratch, runParallel, runSequence, summary} from './lib/measure.js'
 import {ensureRepo} from './lib/repo.js'
 import {machine, textTable, verdict, writeDoc} from './lib/report.js'
@@ -106,7 +106,6 @@ try {
   log('set-up: workspace, image and a running sandbox')
   const ws = makeGitWorkspace(root, 'app')
   cliSync(root, ['init', ws])
-  configureWorkspace(ws)
   const started = JSON.parse(cliSync(root, ['start', ws, '--json']).stdout)
   const image = docker('inspect', '--format', '{{.Config.Image}}', started.name).stdout.trim()
   /** @type {import('./scenarios.js').Ctx} */

@@ -7,7 +7,7 @@
  * and a name starting with asb-bench-<id>-.
  */
 import {spawnSync} from 'node:child_process'
-import {chownSync, cpSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync} from 'node:fs'
+import {chownSync, cpSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync} from 'node:fs'
 import {join, resolve} from 'node:path'
 import {fileURLToPath} from 'node:url'
 
@@ -47,17 +47,25 @@ export const docker = (/** @type {string[]} */ ...args) => sh('docker', args)
 /** The environment the CLI runs with: no AGENT_SANDBOX_* settings from outside, and a user config of the bench's own. */
 export function cliEnv(root) {
   /** @type {Record<string, string | undefined>} */
-  const env = {XDG_CONFIG_HOME: join(root, 'config')}
+  const env = {XDG_CONFIG_HOME: join(root, 'config'), XDG_STATE_HOME: join(root, 'state')}
   for (const key of Object.keys(process.env)) if (key.startsWith('AGENT_SANDBOX_')) env[key] = undefined
   return env
 }
 
-/** Run the built CLI synchronously (set-up only; never timed). */
+/**
+ * The bench's own user config: its base tag, no call to GitHub's meta API from
+ * the firewall (tests send traffic only to what they started), and
+ * per-workspace agent volumes, so that everything made is labelled with the
+ * workspace. In the user's config, not the workspaces': those are trusted.
+ */
 export function writeUserConfig(root) {
   const dir = join(root, 'config', 'agent-sandbox')
   mkdirSync(dir, {recursive: true})
-  writeFileSync(join(dir, 'config.json'), `${JSON.stringify({baseTag: BASE_TAG}, null, 2)}\n`)
+  const config = {baseTag: BASE_TAG, sharedAgentConfig: false, env: {AGENT_SANDBOX_GITHUB_META: '0'}}
+  writeFileSync(join(dir, 'config.json'), `${JSON.stringify(config, null, 2)}\n`)
 }
+
+/** Run the built CLI synchronously (set-up only; never timed). */
 
 export function cliSync(root, args) {
   const env = {...process.env}
@@ -89,20 +97,6 @@ export function makeGitWorkspace(root, name) {
   git('commit', '-q', '-m', 'initial')
   chownTree(path, OWNER)
   return path
-}
-
-/**
- * Settings for the bench's sandboxes: no call to GitHub's meta API from the
- * firewall (tests send traffic only to what they started), and per-workspace
- * agent volumes, so that everything made is labelled with the workspace.
- */
-export function configureWorkspace(path) {
-  const file = join(path, '.agent-sandbox', 'config.json')
-  const config = JSON.parse(readFileSync(file, 'utf8'))
-  config.env = {...config.env, AGENT_SANDBOX_GITHUB_META: '0'}
-  config.sharedAgentConfig = false
-  writeFileSync(file, `${JSON.stringify(config, null, 2)}\n`)
-  chownSync(file, OWNER, OWNER)
 }
 
 /** A copy of the cached generated repository at `dest` (hard links when the file system allows). */
