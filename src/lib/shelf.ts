@@ -6,9 +6,10 @@
  * argument, never through a shell.
  */
 import {existsSync, statSync} from 'node:fs'
-import {isAbsolute, join, posix, relative} from 'node:path'
+import {join, posix} from 'node:path'
 import {randomBytes} from 'node:crypto'
 import {loadSettings} from './config/load.js'
+import {hooksDirOf} from './hook-config.js'
 import type {NetworkMode} from './config/schema.js'
 import type {Engine} from './engine/index.js'
 import {ConflictError, SandboxError, UsageError} from './errors.js'
@@ -27,19 +28,17 @@ export interface HostRepoInfo {
   localOrigin?: string
 }
 
-/** Map the host's core.hooksPath to a path inside the sandbox. Pure. */
+/** Map the host's core.hooksPath to a path inside the sandbox (hooksDirOf, the one reading of it). Pure. */
 export function sandboxHooksPath(ws: Workspace, hostHooksPath: string | undefined): {path: string; warning?: string} {
   const mount = workspaceMountPath(ws)
-  if (!hostHooksPath) return {path: posix.join(mount, '.git', 'hooks')}
-  const absolute = isAbsolute(hostHooksPath) ? hostHooksPath : join(ws.path, hostHooksPath)
-  const inside = relative(ws.path, absolute)
-  if (inside.startsWith('..') || isAbsolute(inside)) {
+  const dir = hooksDirOf(hostHooksPath, ws.path)
+  if (dir === undefined) {
     return {
       path: posix.join(mount, '.git', 'hooks'),
       warning: `core.hooksPath ${hostHooksPath} is outside the workspace, so sandboxes cannot see it; using .git/hooks`,
     }
   }
-  return {path: posix.join(mount, inside.split('\\').join('/'))}
+  return {path: posix.join(mount, dir)}
 }
 
 /** A local-path origin (`/srv/repo.git`, `file:///srv/repo.git`), or undefined for a network URL. */
