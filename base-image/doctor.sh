@@ -138,7 +138,7 @@ declare -F decode_mountpoint > /dev/null || . "${AGENT_SANDBOX_LIB_DIR:-/usr/loc
 
 # check_mounts: each expected mount point is in mountinfo, its top mount read-only.
 check_mounts() {
-  local line rest mp opts path pid
+  local line opts path pid
   local -A top=()
   if [ -e "$STATE/compromised" ]; then
     fail compromised "$(head -n 1 "$STATE/compromised" || true); every process of node was killed: restart the sandbox"
@@ -150,11 +150,7 @@ check_mounts() {
     return 0
   fi
   while IFS= read -r line; do
-    rest="${line#* * * * }"
-    mp="${rest%% *}"
-    opts="${rest#* }"
-    opts="${opts%% *}"
-    decode_mountpoint path "$mp"
+    mountinfo_fields "$line" path opts
     top[$path]="$opts"
   done < "$MOUNTINFO"
   while IFS= read -r path; do

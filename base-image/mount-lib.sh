@@ -24,3 +24,16 @@ encode_mountpoint() {
   s="${s//$'\n'/\\012}"
   printf -v "$1" '%s' "$s"
 }
+
+# mountinfo_fields LINE PATH_VAR OPTS_VAR: a /proc/self/mountinfo line's mount
+# point (decoded) and its mount options. Fields: id parent major:minor root
+# MOUNT-POINT OPTIONS ...
+mountinfo_fields() {
+  # Names of its own: printf -v must reach the caller's variables, not these.
+  local _mi_rest="${1#* * * * }" _mi_point _mi_opts
+  _mi_point="${_mi_rest%% *}"
+  _mi_opts="${_mi_rest#* }"
+  _mi_opts="${_mi_opts%% *}"
+  decode_mountpoint "$2" "$_mi_point"
+  printf -v "$3" '%s' "$_mi_opts"
+}

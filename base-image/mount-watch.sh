@@ -79,18 +79,14 @@ done <<< "${AGENT_SANDBOX_KEPT_MOUNTS:-}"
 
 # The start-up check: every expected mount present, and its top mount read-only.
 check_start() {
-  local line rest mp opts path
+  local line mp opts path
   local -A top=()
   local -a lines=()
   mapfile -t lines < "$MOUNTINFO" || fail "cannot read $MOUNTINFO"
   # Fields: id parent major:minor root MOUNT-POINT OPTIONS ...; a later line
   # mounted at the same point is on top of an earlier one.
   for line in "${lines[@]}"; do
-    rest="${line#* * * * }"
-    mp="${rest%% *}"
-    opts="${rest#* }"
-    opts="${opts%% *}"
-    decode_mountpoint path "$mp"
+    mountinfo_fields "$line" path opts
     top[$path]="$opts"
   done
   for mp in "${!WANT[@]}"; do

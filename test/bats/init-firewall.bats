@@ -724,7 +724,7 @@ warn() { printf "lib: warning: %s\n" "$*" >&2; }
 
 @test "is shellcheck-clean" {
   command -v shellcheck > /dev/null || fail "shellcheck is not installed: scripts/setup-engine.sh installs it"
-  run shellcheck "$ROOT/base-image/init-firewall.sh" "$ROOT/base-image/firewall-lib.sh" \
-    "$ROOT/base-image/firewall-allow.sh" "$ROOT/base-image/firewall-status.sh"
+  cd "$ROOT" && run shellcheck base-image/init-firewall.sh base-image/firewall-lib.sh \
+    base-image/firewall-allow.sh base-image/firewall-status.sh base-image/root-env.sh
   assert_success
 }
