@@ -5,6 +5,7 @@
 import type {ConfigFile, NetworkMode, Settings} from './config/schema.js'
 import {loadSettings} from './config/load.js'
 import type {ContainerInfo, Engine} from './engine/index.js'
+import {isNameInUse} from './engine/containers.js'
 import {EngineError, NotInitialisedError, NotReadyError, SandboxError, UsageError} from './errors.js'
 import {hostGitIdentity} from './gitconfig.js'
 import {buildRepoImage} from './images.js'
@@ -222,23 +223,31 @@ async function createAndStart(ctx: Context, ws: Workspace, prepared: PreparedSan
   await ensureVolumes(ctx, ws, spec)
   createPlaceholders(ws.path, prepared.placeholders, ws)
   let id: string | undefined
+  let creating: Promise<string> | undefined
+  let starting: Promise<void> | undefined
+  let gating: Promise<void> | undefined
   const abort = () => {
     // Ctrl-C while creating: remove the half-made containers (the gate first); the next start recreates them.
-    const created = id
+    // A create or start still in flight is waited for first: Podman, with the request abandoned or the
+    // container removed while it starts, can keep the name taken by a container it no longer knows.
     void (async () => {
+      const created = id ?? (await creating?.catch(() => undefined))
+      // The gate joins the sandbox's namespaces: removing the sandbox under a gate being made
+      // leaves Podman with a container it no longer knows.
+      await Promise.all([starting?.catch(() => undefined), gating?.catch(() => undefined)])
       if (prepared.gate) await removeGate(ctx, prepared.gate.name).catch(() => undefined)
       if (created) await ctx.engine.containers.remove(created, {force: true}).catch(() => undefined)
     })().finally(() => process.exit(130))
   }
   process.once('SIGINT', abort)
   try {
-    id = await reporter.step(`Creating ${spec.name}`, () => createContainer(ctx, spec))
-    await ctx.engine.containers.start(id)
+    id = await reporter.step(`Creating ${spec.name}`, () => (creating = createContainer(ctx, spec)))
+    await (starting = ctx.engine.containers.start(id))
     const created = id
     const {gate} = prepared
     // The gate joins the sandbox's network namespace, so it starts once the sandbox has one.
     const [container] = await reporter.step('Waiting for the firewall and set-up', () =>
-      Promise.all([waitReady(ctx, {id: created, name: spec.name}), gate ? startGate(ctx, gate) : undefined]),
+      Promise.all([waitReady(ctx, {id: created, name: spec.name}), gate ? (gating = startGate(ctx, gate)) : undefined]),
     )
     if (gate) await checkGate(ctx, gate.name)
     return {name: spec.name, action: 'created', container}
@@ -303,7 +312,7 @@ export async function engineTraits(ctx: Context): Promise<{userns?: string; seli
  * isolation than asked for: such a container is removed again.
  */
 export async function createContainer(ctx: Context, spec: SandboxSpec): Promise<string> {
-  const id = await ctx.engine.containers.create(toCreateOptions(spec))
+  const id = await createNamed(ctx, spec)
   if (!spec.limits.memoryBytes && !spec.limits.nanoCpus && !spec.limits.pids) return id
   const dropped = droppedLimits(spec, await ctx.engine.containers.inspect(id))
   if (dropped.length === 0) return id
@@ -311,6 +320,24 @@ export async function createContainer(ctx: Context, spec: SandboxSpec): Promise<
   throw new EngineError('unsupported', `the engine accepted but does not enforce the ${dropped.join(', ')} limit (rootless Podman cannot on a cgroup v1 host)`, {
     hint: 'drop --memory/--cpus/--pids-limit and the config limits, or use rootful Podman, Docker, or a cgroup v2 host that delegates controllers to your user',
   })
+}
+
+/**
+ * Create, where a container of the same name may be left from a start that was
+ * interrupted while its create call was in flight (it was never ours to remove):
+ * that one is removed and the create tried again, a few times, since Podman
+ * may still be taking it down (its name in use, the container "not known").
+ */
+async function createNamed(ctx: Context, spec: SandboxSpec): Promise<string> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await ctx.engine.containers.create(toCreateOptions(spec))
+    } catch (error) {
+      if (!isNameInUse(error) || attempt >= 10) throw error
+      await ctx.engine.containers.remove(spec.name, {force: true}).catch(() => undefined)
+      await new Promise((resolve) => setTimeout(resolve, 200))
+    }
+  }
 }
 
 /** Which requested limits the created container does not have. Pure. */

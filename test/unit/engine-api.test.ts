@@ -6,7 +6,7 @@ import {PassThrough} from 'node:stream'
 import type {Duplex} from 'node:stream'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {EngineApi, EngineApiError, demultiplex, queryString} from '../../src/lib/engine/api.js'
-import {ApiContainers, isNotFound} from '../../src/lib/engine/containers.js'
+import {ApiContainers, isNameInUse, isNotFound} from '../../src/lib/engine/containers.js'
 import {ApiVolumes} from '../../src/lib/engine/volumes.js'
 import {SandboxError} from '../../src/lib/errors.js'
 
@@ -117,6 +117,18 @@ describe('EngineApi', () => {
     expect(error).toBeInstanceOf(EngineApiError)
     expect(isNotFound(error)).toBe(true)
     expect((error as Error).message).toBe('(HTTP code 404) No such container: missing (GET /containers/missing/json)')
+  })
+
+  it("takes Podman's 500 for a container being removed as not found, and no other 500", () => {
+    expect(isNotFound(new EngineApiError('(HTTP code 500) getting container from store "fa9c": container not known (GET /containers/x/json)', 500))).toBe(true)
+    expect(isNotFound(new EngineApiError('(HTTP code 500) container state improper (POST /containers/x/exec)', 500))).toBe(false)
+    expect(isNotFound(new EngineApiError('(HTTP code 409) Conflict', 409))).toBe(false)
+  })
+
+  it('recognises a create refused for a name in use, on Docker (409) and Podman (500), and nothing else', () => {
+    expect(isNameInUse(new EngineApiError('(HTTP code 409) Conflict. The container name "/x" is already in use', 409))).toBe(true)
+    expect(isNameInUse(new EngineApiError('(HTTP code 500) container create: name "x" is in use: container already exists (POST /containers/create)', 500))).toBe(true)
+    expect(isNameInUse(new EngineApiError('(HTTP code 500) something else', 500))).toBe(false)
   })
 
   it('keeps the errno code of a connection failure, without a statusCode', async () => {

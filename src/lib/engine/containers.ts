@@ -246,8 +246,18 @@ function createError(error: unknown): unknown {
   return error
 }
 
+/** The engine refused a create because the name is taken (Docker: 409; Podman: 500 "… is in use"). */
+export function isNameInUse(error: unknown): boolean {
+  const e = error as {statusCode?: number; message?: string} | undefined
+  return e?.statusCode === 409 || (e?.statusCode === 500 && /is in use|already in use|already exists/i.test(e.message ?? ''))
+}
+
 export function isNotFound(error: unknown): boolean {
-  return (error as {statusCode?: number} | undefined)?.statusCode === 404
+  const e = error as {statusCode?: number; message?: string} | undefined
+  if (e?.statusCode === 404) return true
+  // Podman, while a container is being removed, answers 500 "getting container
+  // from store …: container not known" (seen after Ctrl-C during start).
+  return e?.statusCode === 500 && /container not known|no such container/i.test(e.message ?? '')
 }
 
 /**
