@@ -97,7 +97,7 @@ function requireCached(file, env = process.env) {
   }
   const script = new vm.Script(Module.wrap(source), {filename: file, cachedData})
   // Code compiled by vm cannot import() in node 20 without an experimental flag:
-  // the bundle's lazy imports (src/lib/lazy-import.ts) go through this, ordinary CommonJS.
+  // the bundle's lazy imports (src/lib/util/lazy-import.ts) go through this, ordinary CommonJS.
   globalThis[Symbol.for('agent-sandbox.import')] = (specifier) => import(specifier)
   const mod = {exports: {}}
   script.runInThisContext().call(mod.exports, mod.exports, Module.createRequire(file), mod, file, path.dirname(file))

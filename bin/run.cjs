@@ -10,7 +10,7 @@ const {join} = require('node:path')
 
 // The launcher started node without NODE_EXTRA_CA_CERTS, which node 20 parses at
 // start-up; put it back, so that every child process sees the user's environment.
-// Our own TLS clients trust the file explicitly (src/lib/tls.ts).
+// Our own TLS clients trust the file explicitly (src/lib/util/tls.ts).
 if (process.env.AGENT_SANDBOX_DEFERRED_CA_CERTS !== undefined) {
   process.env.NODE_EXTRA_CA_CERTS = process.env.AGENT_SANDBOX_DEFERRED_CA_CERTS
   delete process.env.AGENT_SANDBOX_DEFERRED_CA_CERTS

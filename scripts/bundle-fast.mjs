@@ -10,7 +10,7 @@
 // (required or imported from node_modules when a command needs them).
 //
 // import.meta.url: CommonJS has none, so every use in the bundle becomes this
-// file's own URL. The one module that finds files from it (src/lib/assets.ts)
+// file's own URL. The one module that finds files from it (src/lib/util/assets.ts)
 // looks upwards for the package root, so it does not matter where the bundle sits.
 import {build} from 'esbuild'
 import {createHash} from 'node:crypto'
@@ -37,11 +37,11 @@ await build({
 
 const body = readFileSync(out, 'utf8')
 // The bundle runs as code compiled through a V8 code cache, where node 20 cannot
-// import(): lazy imports must go through src/lib/lazy-import.ts, whose one import()
+// import(): lazy imports must go through src/lib/util/lazy-import.ts, whose one import()
 // is its fallback outside the cache.
 const imports = body.match(/\bimport\(/g) ?? []
 if (imports.length !== 1) {
-  console.error(`bundle-fast: ${imports.length} import() calls in the fast path's bundle, expected 1 (src/lib/lazy-import.ts): load packages with lazyImport()`)
+  console.error(`bundle-fast: ${imports.length} import() calls in the fast path's bundle, expected 1 (src/lib/util/lazy-import.ts): load packages with lazyImport()`)
   process.exit(1)
 }
 

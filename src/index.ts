@@ -7,9 +7,9 @@
  *   const {exitCode, stdout} = await sandbox.execute('npm', ['test'], {timeoutMs: 600_000})
  *   await sandbox.destroy()
  */
-export {SandboxManager} from './lib/manager.js'
-export type {CreateSandboxOptions, ExecuteOptions, ExecuteResult, SandboxHandle, SandboxManagerOptions} from './lib/manager.js'
-export type {Limits} from './lib/ephemeral.js'
+export {SandboxManager} from './lib/sandbox/manager.js'
+export type {CreateSandboxOptions, ExecuteOptions, ExecuteResult, SandboxHandle, SandboxManagerOptions} from './lib/sandbox/manager.js'
+export type {Limits} from './lib/sandbox/ephemeral.js'
 export type {NetworkMode} from './lib/config/schema.js'
 export {
   SandboxError,

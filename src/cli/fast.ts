@@ -14,7 +14,7 @@
  */
 import type {NetworkMode} from '../lib/config/schema.js'
 import {connectEngine} from '../lib/engine/index.js'
-import {flushStdio} from '../lib/stdio.js'
+import {flushStdio} from '../lib/util/stdio.js'
 import {resolveWorkspace} from '../lib/workspace.js'
 import {makeReporter, reportFailure} from './output.js'
 
@@ -132,7 +132,7 @@ async function run({name, args, flags, command}: FastInvocation, secrets: string
   const str = (key: string) => (typeof flags[key] === 'string' ? (flags[key] as string) : undefined)
   // Each command loads only its own modules: a warm exec must not pay for zod.
   if (name === 'list') {
-    const {formatSandboxTable, listSandboxes} = await import('../lib/listing.js')
+    const {formatSandboxTable, listSandboxes} = await import('../lib/sandbox/listing.js')
     const rows = await listSandboxes({engine: await connectEngine({engine: str('engine')})})
     process.stdout.write(flags.json ? `${JSON.stringify(rows, null, 2)}\n` : formatSandboxTable(rows).map((line) => `${line}\n`).join(''))
     return 0
@@ -155,21 +155,21 @@ async function run({name, args, flags, command}: FastInvocation, secrets: string
   }
   const ws = resolveWorkspace(args.path)
   if (name === 'checkout') {
-    const {describeCheckout, provisionBranch} = await import('../lib/shelf.js')
+    const {describeCheckout, provisionBranch} = await import('../lib/git/shelf.js')
     const engine = await connectEngine({engine: str('engine')})
     const result = await provisionBranch(engine, ws, args.branch, {baseTag: str('base-tag'), reporter})
     process.stdout.write(flags.json ? `${JSON.stringify(result, null, 2)}\n` : `${describeCheckout(result)}\n`)
     return 0
   }
   if (name === 'build') {
-    const {buildRepoImage, workspaceBaseTag} = await import('../lib/images.js')
+    const {buildRepoImage, workspaceBaseTag} = await import('../lib/images/build.js')
     const baseTag = workspaceBaseTag(ws, str('base-tag'))
     const engine = await connectEngine({engine: str('engine')})
     const image = await buildRepoImage(engine, ws, {baseTag, noCache: flags['no-cache'] === true, reporter})
     process.stdout.write(flags.json ? `${JSON.stringify({image, baseTag}, null, 2)}\n` : `${image}\n`)
     return 0
   }
-  const {execInSandbox} = await import('../lib/session.js')
+  const {execInSandbox} = await import('../lib/sandbox/session.js')
   const ctx = {engine: await connectEngine({engine: str('engine')}), reporter}
   const options = {branch: str('branch'), network: str('network') as NetworkMode | undefined, allowHostNetwork: flags['allow-host-network'] === true}
   if (name === 'exec') return execInSandbox(ctx, ws, command, {...options, interactive: false})

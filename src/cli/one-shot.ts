@@ -2,15 +2,15 @@
  * `run`: one command in a fresh sandbox container. The checks of its input, the
  * output and the exit code, shared by the oclif command (src/commands/run.ts)
  * and the CLI's fast path (src/cli/fast.ts), so that both behave alike. The
- * work itself is runOnce (src/lib/runner.ts).
+ * work itself is runOnce (src/lib/sandbox/runner.ts).
  */
 import type {Engine} from '../lib/engine/index.js'
 import type {NetworkMode} from '../lib/config/schema.js'
 import {LimitsSchema} from '../lib/config/schema.js'
-import {parseDuration} from '../lib/ephemeral.js'
+import {parseDuration} from '../lib/sandbox/ephemeral.js'
 import {ExitCode, UsageError} from '../lib/errors.js'
 import type {Reporter} from '../lib/reporter.js'
-import {runOnce} from '../lib/runner.js'
+import {runOnce} from '../lib/sandbox/runner.js'
 import {resolveWorkspace} from '../lib/workspace.js'
 import {limitsFrom} from './limits.js'
 import {StreamRedactor} from './redact-stream.js'

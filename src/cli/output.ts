@@ -1,7 +1,7 @@
 /** stderr progress (ora spinners on a TTY, plain lines otherwise) and secret masking. */
 import {ExitCode, isSandboxError} from '../lib/errors.js'
 import type {Reporter} from '../lib/reporter.js'
-import {lazyImport} from '../lib/lazy-import.js'
+import {lazyImport} from '../lib/util/lazy-import.js'
 
 export function redact(text: string, secrets: readonly string[]): string {
   let out = text

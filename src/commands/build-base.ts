@@ -1,6 +1,6 @@
 import {Flags} from '@oclif/core'
 import {BaseCommand} from '../cli/base.js'
-import {buildBase, caCertPathsFromEnv, defaultToolVersions} from '../lib/images.js'
+import {buildBase, caCertPathsFromEnv, defaultToolVersions} from '../lib/images/build.js'
 
 export default class BuildBase extends BaseCommand {
   static override summary = 'Build the shared base image agent-sandbox-base:<tag>.'

@@ -1,7 +1,7 @@
 import {Flags} from '@oclif/core'
 import {BaseCommand} from '../cli/base.js'
 import {baseTagFlag, pathArg} from '../cli/flags.js'
-import {buildRepoImage, workspaceBaseTag} from '../lib/images.js'
+import {buildRepoImage, workspaceBaseTag} from '../lib/images/build.js'
 import {resolveWorkspace} from '../lib/workspace.js'
 
 export default class Build extends BaseCommand {

@@ -1,7 +1,7 @@
 import {Args, Flags} from '@oclif/core'
 import {BaseCommand} from '../cli/base.js'
 import {baseTagFlag} from '../cli/flags.js'
-import {describeCheckout, provisionBranch} from '../lib/shelf.js'
+import {describeCheckout, provisionBranch} from '../lib/git/shelf.js'
 import {resolveWorkspace} from '../lib/workspace.js'
 
 export default class Checkout extends BaseCommand {

@@ -1,7 +1,7 @@
 import {Flags} from '@oclif/core'
 import {BaseCommand} from '../cli/base.js'
 import {pathArg} from '../cli/flags.js'
-import {describeFile, initAgentConfig} from '../lib/agents.js'
+import {describeFile, initAgentConfig} from '../lib/agents/volumes.js'
 import {resolveWorkspace} from '../lib/workspace.js'
 
 export default class ClaudeInitConfig extends BaseCommand {

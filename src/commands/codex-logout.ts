@@ -1,7 +1,7 @@
 import {Flags} from '@oclif/core'
 import {BaseCommand} from '../cli/base.js'
 import {pathArg} from '../cli/flags.js'
-import {codexLogout, describeFile} from '../lib/agents.js'
+import {codexLogout, describeFile} from '../lib/agents/volumes.js'
 import {resolveWorkspace} from '../lib/workspace.js'
 
 export default class CodexLogout extends BaseCommand {

@@ -2,8 +2,8 @@ import {Flags} from '@oclif/core'
 import {BaseCommand} from '../cli/base.js'
 import {pathArg} from '../cli/flags.js'
 import {loadSettings} from '../lib/config/load.js'
-import {detectHookConfig, formatHookConfig, fsHookProbe} from '../lib/hook-config.js'
-import {looksSecret} from '../lib/spec.js'
+import {detectHookConfig, formatHookConfig, fsHookProbe} from '../lib/git/hook-config.js'
+import {looksSecret} from '../lib/sandbox/spec.js'
 import {quoteArg, resolveWorkspace} from '../lib/workspace.js'
 
 export default class Config extends BaseCommand {

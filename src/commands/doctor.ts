@@ -2,7 +2,7 @@ import {Flags} from '@oclif/core'
 import {BaseCommand} from '../cli/base.js'
 import {branchFlag, pathArg} from '../cli/flags.js'
 import {ExitCode} from '../lib/errors.js'
-import {formatDoctor, runDoctor} from '../lib/firewall.js'
+import {formatDoctor, runDoctor} from '../lib/network/firewall.js'
 import {resolveWorkspace} from '../lib/workspace.js'
 
 export default class Doctor extends BaseCommand {

@@ -2,7 +2,7 @@ import {BaseCommand} from '../cli/base.js'
 import {allowHostNetworkFlag, branchFlag, networkFlag, pathArg} from '../cli/flags.js'
 import type {NetworkMode} from '../lib/config/schema.js'
 import {UsageError} from '../lib/errors.js'
-import {execInSandbox} from '../lib/session.js'
+import {execInSandbox} from '../lib/sandbox/session.js'
 import {resolveWorkspace} from '../lib/workspace.js'
 
 export default class Exec extends BaseCommand {

@@ -1,6 +1,6 @@
 import {Flags} from '@oclif/core'
 import {BaseCommand} from '../cli/base.js'
-import {formatSandboxTable, listSandboxes} from '../lib/listing.js'
+import {formatSandboxTable, listSandboxes} from '../lib/sandbox/listing.js'
 
 export default class List extends BaseCommand {
   static override summary = 'List every sandbox, running or not.'

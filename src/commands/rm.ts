@@ -3,8 +3,8 @@ import {BaseCommand} from '../cli/base.js'
 import {branchFlag, pathArg} from '../cli/flags.js'
 import {confirm, isInteractive} from '../cli/output.js'
 import {UsageError} from '../lib/errors.js'
-import {removeSandbox} from '../lib/sandbox.js'
-import {removeWorktree} from '../lib/shelf.js'
+import {removeSandbox} from '../lib/sandbox/lifecycle.js'
+import {removeWorktree} from '../lib/git/shelf.js'
 import {Names, resolveWorkspace} from '../lib/workspace.js'
 
 export default class Rm extends BaseCommand {

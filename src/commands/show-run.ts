@@ -2,9 +2,9 @@ import {BaseCommand} from '../cli/base.js'
 import {allowHostNetworkFlag, branchFlag, networkFlag, pathArg} from '../cli/flags.js'
 import type {NetworkMode} from '../lib/config/schema.js'
 import {EngineError} from '../lib/errors.js'
-import {engineTraits, prepareSandbox} from '../lib/sandbox.js'
+import {engineTraits, prepareSandbox} from '../lib/sandbox/lifecycle.js'
 import {posix} from 'node:path'
-import {secretValues, toShellCommand} from '../lib/spec.js'
+import {secretValues, toShellCommand} from '../lib/sandbox/spec.js'
 import {resolveWorkspace} from '../lib/workspace.js'
 
 export default class ShowRun extends BaseCommand {

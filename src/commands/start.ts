@@ -2,7 +2,7 @@ import {Flags} from '@oclif/core'
 import {BaseCommand} from '../cli/base.js'
 import {allowHostNetworkFlag, baseTagFlag, branchFlag, limitFlags, networkFlag, pathArg} from '../cli/flags.js'
 import {limitsFrom} from '../cli/limits.js'
-import {startSandbox} from '../lib/sandbox.js'
+import {startSandbox} from '../lib/sandbox/lifecycle.js'
 import {resolveWorkspace} from '../lib/workspace.js'
 import type {NetworkMode} from '../lib/config/schema.js'
 

@@ -1,6 +1,6 @@
 import {BaseCommand} from '../cli/base.js'
 import {branchFlag, pathArg} from '../cli/flags.js'
-import {stopSandbox} from '../lib/sandbox.js'
+import {stopSandbox} from '../lib/sandbox/lifecycle.js'
 import {Names, resolveWorkspace} from '../lib/workspace.js'
 
 export default class Stop extends BaseCommand {

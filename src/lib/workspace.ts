@@ -5,7 +5,7 @@
 import {lstatSync, realpathSync, statSync} from 'node:fs'
 import {basename, join, resolve} from 'node:path'
 import {NotInitialisedError, UsageError} from './errors.js'
-import {hexDigest} from './hash.js'
+import {hexDigest} from './util/hash.js'
 
 export const LABEL_PREFIX = 'dev.agent-sandbox'
 export const Labels = {

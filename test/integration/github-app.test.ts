@@ -170,7 +170,7 @@ describe('GitHub App credentials', () => {
 
   // Behind a TLS-inspecting proxy (or with GitHub Enterprise on a private CA) the
   // API's certificate verifies only with the CA in NODE_EXTRA_CA_CERTS, which the
-  // launcher keeps out of node's start-up (src/lib/tls.ts): minting must trust it anyway.
+  // launcher keeps out of node's start-up (src/lib/util/tls.ts): minting must trust it anyway.
   it('mints through an API whose certificate only NODE_EXTRA_CA_CERTS trusts', async () => {
     const ca = await makeTestCa(mkdtempSync(join(dir, 'ca-')))
     const relay = await tlsRelay(ca, {host: fakeIp, port: 8080})

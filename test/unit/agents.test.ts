@@ -15,7 +15,7 @@ import {
   renderInstructions,
   seedFiles,
   tarArchive,
-} from '../../src/lib/agents.js'
+} from '../../src/lib/agents/volumes.js'
 import {UsageError} from '../../src/lib/errors.js'
 import {describeWorkspace, Labels} from '../../src/lib/workspace.js'
 

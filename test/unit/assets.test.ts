@@ -2,7 +2,7 @@ import {mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join, resolve} from 'node:path'
 import {afterAll, describe, expect, it} from 'vitest'
-import {baseImageDir, findPackageRoot, packageRoot} from '../../src/lib/assets.js'
+import {baseImageDir, findPackageRoot, packageRoot} from '../../src/lib/util/assets.js'
 
 const tmp = mkdtempSync(join(tmpdir(), 'asb-assets-'))
 afterAll(() => rmSync(tmp, {recursive: true, force: true}))

@@ -2,7 +2,7 @@ import {chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync} f
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {afterEach, describe, expect, it} from 'vitest'
-import {buildKey, externalImages, readBuildContext} from '../../src/lib/build-key.js'
+import {buildKey, externalImages, readBuildContext} from '../../src/lib/images/build-key.js'
 
 describe('externalImages', () => {
   const template = 'ARG BASE_IMAGE_TAG=latest\nFROM agent-sandbox-base:${BASE_IMAGE_TAG}\nRUN echo hi\n'

@@ -14,7 +14,7 @@ import {
   splitDomainsAndPath,
   validateDomains,
   type FirewallStatus,
-} from '../../src/lib/firewall.js'
+} from '../../src/lib/network/firewall.js'
 import {describeWorkspace, Names, type Workspace} from '../../src/lib/workspace.js'
 
 /** `iptables -S` of a healthy sandbox, as init-firewall.sh loads it (Docker DNS upstream). */

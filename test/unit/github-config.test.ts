@@ -9,7 +9,7 @@ import {ConfigError, UsageError} from '../../src/lib/errors.js'
 import {appHosts, cloneUrl, describeMintFailure, gitBaseUrl, ghHost, parseRepoSlug, resolveAppConfig, type AppConfig} from '../../src/lib/github/app.js'
 import {askpassScript, checkCloneTarget} from '../../src/lib/github/clone.js'
 import {planGhapp, tokenOwner} from '../../src/lib/github/plan.js'
-import {buildSpec, toDockerRunArgs} from '../../src/lib/spec.js'
+import {buildSpec, toDockerRunArgs} from '../../src/lib/sandbox/spec.js'
 import {describeWorkspace} from '../../src/lib/workspace.js'
 
 const FILE = '/ws/.agent-sandbox/config.json'

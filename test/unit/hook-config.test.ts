@@ -2,7 +2,7 @@ import {chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {dirname, join} from 'node:path'
 import {afterEach, describe, expect, it} from 'vitest'
-import {detectHookConfig, fsHookProbe, hooksDirOf, hooksPathFromConfig, referencedPaths, type HookProbe} from '../../src/lib/hook-config.js'
+import {detectHookConfig, fsHookProbe, hooksDirOf, hooksPathFromConfig, referencedPaths, type HookProbe} from '../../src/lib/git/hook-config.js'
 
 const WS = '/home/u/app'
 

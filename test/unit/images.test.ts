@@ -11,7 +11,7 @@ import {
   resolveVersions,
   splitPem,
   type RegistryClient,
-} from '../../src/lib/images.js'
+} from '../../src/lib/images/build.js'
 
 function fakeRegistry(answers: Record<string, string>) {
   const resolve = vi.fn(async (pkg: string, spec: string) => {

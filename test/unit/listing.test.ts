@@ -1,6 +1,6 @@
 import {describe, expect, it, vi} from 'vitest'
 import type {ContainerSummary, Engine} from '../../src/lib/engine/index.js'
-import {byCodeUnits, formatSandboxTable, listSandboxes} from '../../src/lib/listing.js'
+import {byCodeUnits, formatSandboxTable, listSandboxes} from '../../src/lib/sandbox/listing.js'
 
 type Row = ContainerSummary
 

@@ -1,6 +1,6 @@
 import {describe, expect, it} from 'vitest'
 import {CommandFailedError} from '../../src/lib/errors.js'
-import {run} from '../../src/lib/proc.js'
+import {run} from '../../src/lib/util/proc.js'
 
 describe('run', () => {
   it('captures stdout and stderr as they are, and the exit code', async () => {

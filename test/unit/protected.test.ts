@@ -2,7 +2,7 @@ import {mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync} fr
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {afterEach, beforeEach, describe, expect, it} from 'vitest'
-import {createPlaceholders, fsKindOf, normaliseRelative, planProtectedPaths} from '../../src/lib/protected.js'
+import {createPlaceholders, fsKindOf, normaliseRelative, planProtectedPaths} from '../../src/lib/git/protected.js'
 
 type Kind = 'file' | 'dir' | 'symlink' | 'other' | 'missing'
 const kinds = (map: Record<string, Kind>) => (relative: string): Kind => map[relative] ?? 'missing'

@@ -1,6 +1,6 @@
 import {describe, expect, it} from 'vitest'
 import {helperRunArgs, isPodmanPing, rootlessPodmanInfo} from '../../src/lib/engine/index.js'
-import {droppedLimits} from '../../src/lib/sandbox.js'
+import {droppedLimits} from '../../src/lib/sandbox/lifecycle.js'
 
 describe('rootless Podman detection', () => {
   it('recognises Podman by its ping headers, whatever their case', () => {

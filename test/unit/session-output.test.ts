@@ -1,7 +1,7 @@
 import {describe, expect, it} from 'vitest'
 import {redact} from '../../src/cli/output.js'
 import {isNotRunning} from '../../src/lib/engine/containers.js'
-import {execArgs} from '../../src/lib/session.js'
+import {execArgs} from '../../src/lib/sandbox/session.js'
 
 describe('execArgs', () => {
   it('builds a non-TTY exec through sandbox-exec as node', () => {

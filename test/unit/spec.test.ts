@@ -18,7 +18,7 @@ import {
   toShellCommand,
   type SandboxSpec,
   type SpecOptions,
-} from '../../src/lib/spec.js'
+} from '../../src/lib/sandbox/spec.js'
 import {Names, describeWorkspace, md5, sanitizeBranch} from '../../src/lib/workspace.js'
 
 const ws = describeWorkspace('/home/me/My Repo', 1000, 1001)

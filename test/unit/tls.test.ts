@@ -3,7 +3,7 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {rootCertificates} from 'node:tls'
 import {afterAll, describe, expect, it} from 'vitest'
-import {extraTrust} from '../../src/lib/tls.js'
+import {extraTrust} from '../../src/lib/util/tls.js'
 
 const dir = mkdtempSync(join(tmpdir(), 'asb-tls-'))
 afterAll(() => rmSync(dir, {recursive: true, force: true}))

@@ -25,7 +25,7 @@ import {
 } from '../../src/lib/config/trust.js'
 import {envNameMatches, isRiskyEnv, RISKY_ENV_NAMES, wideningChanges, workspaceChanges, type LowerSettings} from '../../src/lib/config/widening.js'
 import {ConfigError, UsageError} from '../../src/lib/errors.js'
-import {checkDockerNetwork} from '../../src/lib/spec.js'
+import {checkDockerNetwork} from '../../src/lib/sandbox/spec.js'
 import {isInitialised, type Workspace} from '../../src/lib/workspace.js'
 
 const lower = (over: Partial<LowerSettings> = {}): LowerSettings => ({...structuredClone(DEFAULTS), protectHookConfig: true, ...over})

@@ -1,7 +1,7 @@
 import {Args, Flags} from '@oclif/core'
 import {BaseCommand} from '../../cli/base.js'
 import {branchFlag} from '../../cli/flags.js'
-import {allowDomains, splitDomainsAndPath} from '../../lib/firewall.js'
+import {allowDomains, splitDomainsAndPath} from '../../lib/network/firewall.js'
 import {resolveWorkspace} from '../../lib/workspace.js'
 
 export default class FirewallAllow extends BaseCommand {

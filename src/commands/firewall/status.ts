@@ -1,7 +1,7 @@
 import {Flags} from '@oclif/core'
 import {BaseCommand} from '../../cli/base.js'
 import {branchFlag, pathArg} from '../../cli/flags.js'
-import {firewallStatus, formatStatus} from '../../lib/firewall.js'
+import {firewallStatus, formatStatus} from '../../lib/network/firewall.js'
 import {resolveWorkspace} from '../../lib/workspace.js'
 
 export default class FirewallStatus extends BaseCommand {

@@ -95,7 +95,7 @@ export const DEFAULT_PROTECTED_PATHS = ['.husky', '.agent-sandbox', '.agent-prec
 export interface Settings {
   baseTag: string
   protectedPaths: string[]
-  /** Detect the repository's hook frameworks and mount their configuration read-only (src/lib/hook-config.ts). */
+  /** Detect the repository's hook frameworks and mount their configuration read-only (src/lib/git/hook-config.ts). */
   protectHookConfig: boolean
   env: Record<string, string>
   secretEnv: string[]

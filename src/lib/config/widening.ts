@@ -5,7 +5,7 @@
  * widening change may apply (docs/security.md, "Settings a repository may
  * change").
  */
-import {looksSecret, parseSize} from '../spec.js'
+import {looksSecret, parseSize} from '../sandbox/spec.js'
 import type {ConfigFile, NetworkMode, Settings} from './schema.js'
 
 /**

@@ -11,8 +11,8 @@ import {Agent, request, type ClientRequest, type IncomingMessage, type OutgoingH
 import {readFileSync} from 'node:fs'
 import {Duplex, type Readable} from 'node:stream'
 import type {Endpoint} from './endpoint.js'
-import {lazyImport} from '../lazy-import.js'
-import {extraTrust} from '../tls.js'
+import {lazyImport} from '../util/lazy-import.js'
+import {extraTrust} from '../util/tls.js'
 import {SshAgent} from './ssh.js'
 
 export class EngineApiError extends Error {

@@ -5,7 +5,7 @@
 import {readFileSync} from 'node:fs'
 import {homedir} from 'node:os'
 import {join} from 'node:path'
-import {hexDigest} from '../hash.js'
+import {hexDigest} from '../util/hash.js'
 
 export function currentContextHost(env: NodeJS.ProcessEnv = process.env): string | undefined {
   const configDir = env.DOCKER_CONFIG || join(homedir(), '.docker')

@@ -4,7 +4,7 @@
  */
 import {existsSync, statSync} from 'node:fs'
 import {delimiter, join} from 'node:path'
-import type {RunOptions, RunResult} from '../proc.js'
+import type {RunOptions, RunResult} from '../util/proc.js'
 import {EngineApi} from './api.js'
 import {classifyEngineError} from './connect.js'
 import {isTlsFailure} from '../errors.js'
@@ -273,7 +273,7 @@ class ProcessCli implements EngineCli {
     const {binary, argv} = helperRunArgs(this.binary, args, args[0] === 'run' ? await this.userns() : undefined, this.pinned)
     const hostEnv = binary.endsWith('podman') ? {CONTAINER_HOST: this.endpoint.dockerHost} : {DOCKER_HOST: this.endpoint.dockerHost}
     // Loaded here: node:child_process is not needed by the commands that only call the API.
-    const {run} = await import('../proc.js')
+    const {run} = await import('../util/proc.js')
     return run(binary, argv, {...options, env: {...hostEnv, ...options.env}})
   }
 }

@@ -9,7 +9,7 @@
 import {Agent, type AgentOptions} from 'node:http'
 import type {ChildProcessWithoutNullStreams} from 'node:child_process'
 import {Duplex} from 'node:stream'
-import {builtin} from '../lazy-import.js'
+import {builtin} from '../util/lazy-import.js'
 
 export interface SshTarget {
   host: string

@@ -10,8 +10,8 @@ import {homedir} from 'node:os'
 import {join} from 'node:path'
 import type {GithubSettings} from '../config/schema.js'
 import {ConfigError, isTlsFailure, SandboxError, UsageError} from '../errors.js'
-import {extraTrust} from '../tls.js'
-import {lazyImport} from '../lazy-import.js'
+import {extraTrust} from '../util/tls.js'
+import {lazyImport} from '../util/lazy-import.js'
 
 /** Minting or refreshing a token failed (network, GitHub's answer, the key). */
 export class GithubAppError extends SandboxError {}

@@ -8,9 +8,9 @@
 import {chmodSync, lchownSync, lstatSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {dirname, join} from 'node:path'
-import {baseImageDir} from '../assets.js'
+import {baseImageDir} from '../util/assets.js'
 import {UsageError} from '../errors.js'
-import {run} from '../proc.js'
+import {run} from '../util/proc.js'
 import {cloneUrl, GithubAppError, mintInstallationToken, urlOrigin, type AppConfig, type Minter} from './app.js'
 
 export interface CloneOptions {

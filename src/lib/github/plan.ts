@@ -1,6 +1,6 @@
 /** What a sandbox needs for the GitHub App: computed from settings without touching anything. */
 import type {GithubSettings} from '../config/schema.js'
-import type {GhappSpec} from '../spec.js'
+import type {GhappSpec} from '../sandbox/spec.js'
 import type {Workspace} from '../workspace.js'
 import {appHosts, ghHost, resolveAppConfig, urlOrigin} from './app.js'
 import type {AppRecord} from './refresher.js'

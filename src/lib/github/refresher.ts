@@ -12,7 +12,7 @@
 import {spawn} from 'node:child_process'
 import {closeSync, existsSync, openSync, rmSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
-import {packageRoot} from '../assets.js'
+import {packageRoot} from '../util/assets.js'
 import type {Engine} from '../engine/index.js'
 import {SandboxError} from '../errors.js'
 import {Labels} from '../workspace.js'

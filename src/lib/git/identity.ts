@@ -1,5 +1,5 @@
 /** The host's git identity (user.name and user.email), and nothing else of its config. */
-import {run} from './proc.js'
+import {run} from '../util/proc.js'
 
 export async function hostGitIdentity(): Promise<{name?: string; email?: string}> {
   const read = async (key: string) => {

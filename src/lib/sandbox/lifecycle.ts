@@ -2,23 +2,23 @@
  * The sandbox lifecycle: ensure (create / start / leave alone), readiness,
  * exec, stop, rm and list. One container per workspace (and per branch).
  */
-import type {ConfigFile, NetworkMode, Settings} from './config/schema.js'
-import {loadSettings} from './config/load.js'
-import type {ContainerInfo, Engine} from './engine/index.js'
-import {isNameInUse} from './engine/containers.js'
-import {EngineError, NotInitialisedError, NotReadyError, SandboxError, UsageError} from './errors.js'
-import {hostGitIdentity} from './gitconfig.js'
-import {buildRepoImage} from './images.js'
-import {withLock} from './lock.js'
-import {compromisedReason, lostMount, MountsNotRestoredError, restartNotice} from './mount-watch.js'
-import {provisionBranch} from './shelf.js'
-import {createPlaceholders, fsKindOf, planProtectedPaths} from './protected.js'
-import {detectHookConfig, fsHookProbe, hooksDirOf, hooksPathFromConfig, hookConfigLabel, type HookConfigReport} from './hook-config.js'
-import {silentReporter, type Reporter} from './reporter.js'
+import type {ConfigFile, NetworkMode, Settings} from '../config/schema.js'
+import {loadSettings} from '../config/load.js'
+import type {ContainerInfo, Engine} from '../engine/index.js'
+import {isNameInUse} from '../engine/containers.js'
+import {EngineError, NotInitialisedError, NotReadyError, SandboxError, UsageError} from '../errors.js'
+import {hostGitIdentity} from '../git/identity.js'
+import {buildRepoImage} from '../images/build.js'
+import {withLock} from '../util/lock.js'
+import {compromisedReason, lostMount, MountsNotRestoredError, restartNotice} from '../git/mount-watch.js'
+import {provisionBranch} from '../git/shelf.js'
+import {createPlaceholders, fsKindOf, planProtectedPaths} from '../git/protected.js'
+import {detectHookConfig, fsHookProbe, hooksDirOf, hooksPathFromConfig, hookConfigLabel, type HookConfigReport} from '../git/hook-config.js'
+import {silentReporter, type Reporter} from '../reporter.js'
 import {buildGateSpec, buildSpec, checkDockerNetwork, SANDBOX_EXEC, STATE_DIR, toCreateOptions, type SandboxSpec} from './spec.js'
-import {Labels, Names, quoteArg, requireInitialised, sanitizeBranch, type Workspace} from './workspace.js'
-import {planGhapp, type GhappPlan} from './github/plan.js'
-import {ensureRefresher, provisionToken, removeAppToken} from './github/refresher.js'
+import {Labels, Names, quoteArg, requireInitialised, sanitizeBranch, type Workspace} from '../workspace.js'
+import {planGhapp, type GhappPlan} from '../github/plan.js'
+import {ensureRefresher, provisionToken, removeAppToken} from '../github/refresher.js'
 
 export interface Context {
   engine: Engine
@@ -45,7 +45,7 @@ export interface SandboxOptions {
   allowHostNetwork?: boolean
 }
 
-export {isInitialised, quoteArg, requireInitialised} from './workspace.js'
+export {isInitialised, quoteArg, requireInitialised} from '../workspace.js'
 
 export interface PreparedSandbox {
   spec: SandboxSpec

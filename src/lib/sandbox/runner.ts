@@ -4,11 +4,11 @@
  * did to it (OOM kill, pids limit). Fail-secure: if the firewall cannot be
  * set up, the entrypoint never starts the command.
  */
-import type {NetworkMode} from './config/schema.js'
-import {NotReadyError} from './errors.js'
+import type {NetworkMode} from '../config/schema.js'
+import {NotReadyError} from '../errors.js'
 import {createEphemeral, type Limits} from './ephemeral.js'
-import type {Context} from './sandbox.js'
-import type {Workspace} from './workspace.js'
+import type {Context} from './lifecycle.js'
+import type {Workspace} from '../workspace.js'
 
 export interface RunOptions {
   command: string[]

@@ -4,14 +4,14 @@
  * signals are handled by the tool built for it, and both go through
  * sandbox-exec inside, so nothing runs before the firewall is ready.
  */
-import type {NetworkMode} from './config/schema.js'
-import {ConflictError, NotReadyError} from './errors.js'
-import {compromisedReason, SANDBOX_EXEC_REFUSED} from './mount-watch.js'
-import type {Context} from './sandbox.js'
+import type {NetworkMode} from '../config/schema.js'
+import {ConflictError, NotReadyError} from '../errors.js'
+import {compromisedReason, SANDBOX_EXEC_REFUSED} from '../git/mount-watch.js'
+import type {Context} from './lifecycle.js'
 import {SANDBOX_EXEC, SANDBOX_USER} from './spec.js'
-import {Names, type Workspace} from './workspace.js'
-import {isNotRunning} from './engine/containers.js'
-import {flushStdio} from './stdio.js'
+import {Names, type Workspace} from '../workspace.js'
+import {isNotRunning} from '../engine/containers.js'
+import {flushStdio} from '../util/stdio.js'
 
 export interface SessionOptions {
   branch?: string
@@ -46,7 +46,7 @@ export async function ensureRunning(ctx: Context, ws: Workspace, options: Omit<S
     return name
   }
   // Only now the lifecycle module (settings, zod, images, shelf): a warm exec needs one inspect and nothing else.
-  const {startSandbox} = await import('./sandbox.js')
+  const {startSandbox} = await import('./lifecycle.js')
   await startSandbox(ctx, ws, options)
   return name
 }
@@ -66,7 +66,7 @@ export async function execInSandbox(ctx: Context, ws: Workspace, command: string
   const name = Names.container(ws, options.branch)
   const reason = await compromisedReason(ctx.engine, name)
   if (reason === undefined) return code
-  const {startSandbox} = await import('./sandbox.js')
+  const {startSandbox} = await import('./lifecycle.js')
   await startSandbox(ctx, ws, options)
   if (bytesRead() !== stdinRead) {
     throw new NotReadyError(`${name} was restarted (${reason}), but the command's input was already read`, {hint: 'run the command again'})

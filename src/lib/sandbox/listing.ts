@@ -3,9 +3,9 @@
  * module so that listing loads nothing but the engine client (it is on the
  * CLI's fast path, src/cli/fast.ts).
  */
-import type {Engine} from './engine/index.js'
-import type {GithubRowStatus} from './github/refresher.js'
-import {Labels} from './workspace.js'
+import type {Engine} from '../engine/index.js'
+import type {GithubRowStatus} from '../github/refresher.js'
+import {Labels} from '../workspace.js'
 
 export interface SandboxRow {
   name: string
@@ -28,7 +28,7 @@ export interface SandboxRow {
 export async function listSandboxes(ctx: {engine: Engine; env?: NodeJS.ProcessEnv}): Promise<SandboxRow[]> {
   const rows = await ctx.engine.containers.list({[Labels.managed]: 'true', [Labels.kind]: 'sandbox'})
   // The token state reader only when some sandbox uses the App.
-  const github = rows.some((row) => row.labels[Labels.ghapp] === '1') ? await import('./github/refresher.js') : undefined
+  const github = rows.some((row) => row.labels[Labels.ghapp] === '1') ? await import('../github/refresher.js') : undefined
   return rows
     .map((row) => ({
       name: row.name,

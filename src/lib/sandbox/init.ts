@@ -5,19 +5,19 @@
  */
 import {cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
-import {templatesDir} from './assets.js'
-import type {Engine} from './engine/index.js'
-import type {GithubSettings} from './config/schema.js'
-import {ConfigError, ConflictError} from './errors.js'
-import {recordTrust, renderRepoDockerfile, reviewWorkspace, revokeTrust, snapshotDir} from './config/trust.js'
-import type {ConfigChange} from './config/widening.js'
-import {cloneUrl, parseRepoSlug, resolveAppConfig} from './github/app.js'
-import {checkCloneTarget, cloneWithApp} from './github/clone.js'
-import {buildRepoImage, ensureBaseImage} from './images.js'
-import {silentReporter, type Reporter} from './reporter.js'
-import {Labels, resolveWorkspace, type Workspace} from './workspace.js'
-import {giveTo} from './protected.js'
-import {removeSandbox, quoteArg} from './sandbox.js'
+import {templatesDir} from '../util/assets.js'
+import type {Engine} from '../engine/index.js'
+import type {GithubSettings} from '../config/schema.js'
+import {ConfigError, ConflictError} from '../errors.js'
+import {recordTrust, renderRepoDockerfile, reviewWorkspace, revokeTrust, snapshotDir} from '../config/trust.js'
+import type {ConfigChange} from '../config/widening.js'
+import {cloneUrl, parseRepoSlug, resolveAppConfig} from '../github/app.js'
+import {checkCloneTarget, cloneWithApp} from '../github/clone.js'
+import {buildRepoImage, ensureBaseImage} from '../images/build.js'
+import {silentReporter, type Reporter} from '../reporter.js'
+import {Labels, resolveWorkspace, type Workspace} from '../workspace.js'
+import {giveTo} from '../git/protected.js'
+import {removeSandbox, quoteArg} from './lifecycle.js'
 
 export interface InitOptions {
   force?: boolean
@@ -27,7 +27,7 @@ export interface InitOptions {
   env?: NodeJS.ProcessEnv
 }
 
-export {renderRepoDockerfile} from './config/trust.js'
+export {renderRepoDockerfile} from '../config/trust.js'
 
 /** The workspace's containers, found by label. */
 async function workspaceContainers(engine: Engine, ws: Workspace) {

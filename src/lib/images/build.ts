@@ -5,15 +5,15 @@
 import {cpSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
-import {baseImageDir} from './assets.js'
-import {loadSettings} from './config/load.js'
-import {assertBuildTrusted} from './config/trust.js'
+import {baseImageDir} from '../util/assets.js'
+import {loadSettings} from '../config/load.js'
+import {assertBuildTrusted} from '../config/trust.js'
 import {BUILD_KEY_LABEL, buildKey, externalImages, readBuildContext} from './build-key.js'
-import type {Engine} from './engine/index.js'
-import {BuildError, CommandFailedError, ImageMissingError, UsageError} from './errors.js'
-import {run} from './proc.js'
-import {silentReporter, type Reporter} from './reporter.js'
-import {isInitialised, Labels, Names, requireInitialised, type Workspace} from './workspace.js'
+import type {Engine} from '../engine/index.js'
+import {BuildError, CommandFailedError, ImageMissingError, UsageError} from '../errors.js'
+import {run} from '../util/proc.js'
+import {silentReporter, type Reporter} from '../reporter.js'
+import {isInitialised, Labels, Names, requireInitialised, type Workspace} from '../workspace.js'
 
 export const TOOLS = {
   claudeCode: {pkg: '@anthropic-ai/claude-code', arg: 'CLAUDE_CODE_VERSION'},

@@ -5,9 +5,9 @@
  * mount namespace), killed every process of `node`, and wrote the reason to
  * STATE_DIR/compromised. Only a restart brings the mounts back.
  */
-import type {Engine} from './engine/index.js'
-import {NotReadyError} from './errors.js'
-import {STATE_DIR} from './spec.js'
+import type {Engine} from '../engine/index.js'
+import {NotReadyError} from '../errors.js'
+import {STATE_DIR} from '../sandbox/spec.js'
 
 export const COMPROMISED_FILE = `${STATE_DIR}/compromised`
 /** sandbox-exec's exit code when it refuses (set-up failed, not ready, or compromised). */

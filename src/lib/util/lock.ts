@@ -2,7 +2,7 @@
 import {mkdirSync, writeFileSync} from 'node:fs'
 import {homedir} from 'node:os'
 import {join} from 'node:path'
-import {ConflictError} from './errors.js'
+import {ConflictError} from '../errors.js'
 import {lazyImport} from './lazy-import.js'
 
 export function lockDir(env: NodeJS.ProcessEnv = process.env): string {

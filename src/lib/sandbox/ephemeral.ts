@@ -4,14 +4,14 @@
  * SandboxManager sandbox. Created through the same spec and readiness path.
  */
 import {randomBytes} from 'node:crypto'
-import type {ConfigFile, NetworkMode} from './config/schema.js'
-import {ImageMissingError} from './errors.js'
-import {createPlaceholders} from './protected.js'
-import {createContainer, engineTraits, ensureVolumes, prepareSandbox, quoteArg, requireInitialised, type Context} from './sandbox.js'
-import {provisionBranch} from './shelf.js'
+import type {ConfigFile, NetworkMode} from '../config/schema.js'
+import {ImageMissingError} from '../errors.js'
+import {createPlaceholders} from '../git/protected.js'
+import {createContainer, engineTraits, ensureVolumes, prepareSandbox, quoteArg, requireInitialised, type Context} from './lifecycle.js'
+import {provisionBranch} from '../git/shelf.js'
 import {secretValues, type SandboxSpec} from './spec.js'
-import {Labels, type Workspace} from './workspace.js'
-import {silentReporter} from './reporter.js'
+import {Labels, type Workspace} from '../workspace.js'
+import {silentReporter} from '../reporter.js'
 
 export interface Limits {
   memory?: string

@@ -7,7 +7,7 @@
  */
 import {spawn, type ChildProcess, type StdioOptions} from 'node:child_process'
 import {constants} from 'node:os'
-import {CommandFailedError} from './errors.js'
+import {CommandFailedError} from '../errors.js'
 
 export interface RunOptions {
   cwd?: string

@@ -3,14 +3,14 @@
  * sandbox container with a handle to execute commands in it and destroy it.
  * It goes through the same spec, create and readiness code as the CLI.
  */
-import type {NetworkMode} from './config/schema.js'
-import {connectEngine, type Engine} from './engine/index.js'
+import type {NetworkMode} from '../config/schema.js'
+import {connectEngine, type Engine} from '../engine/index.js'
 import {createEphemeral, type Limits} from './ephemeral.js'
-import {SandboxError} from './errors.js'
-import type {Reporter} from './reporter.js'
-import {waitReady} from './sandbox.js'
+import {SandboxError} from '../errors.js'
+import type {Reporter} from '../reporter.js'
+import {waitReady} from './lifecycle.js'
 import {SANDBOX_EXEC, SANDBOX_USER} from './spec.js'
-import {resolveWorkspace} from './workspace.js'
+import {resolveWorkspace} from '../workspace.js'
 
 export interface SandboxManagerOptions {
   /** `docker` or `podman`; default: detected from the socket (or AGENT_SANDBOX_ENGINE). */

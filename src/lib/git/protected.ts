@@ -7,8 +7,8 @@
  */
 import {chownSync, closeSync, lstatSync, mkdirSync, openSync, readdirSync} from 'node:fs'
 import {posix} from 'node:path'
-import {DEFAULT_PROTECTED_PATHS} from './config/schema.js'
-import type {ProtectedMount} from './spec.js'
+import {DEFAULT_PROTECTED_PATHS} from '../config/schema.js'
+import type {ProtectedMount} from '../sandbox/spec.js'
 
 export interface ProtectedPlan {
   mounts: ProtectedMount[]
