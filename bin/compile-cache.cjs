@@ -1,14 +1,14 @@
 // @ts-check
-// compile-cache.cjs: require() the fast path's bundle (dist/cli/fast.cjs) through a
-// V8 code cache, so that node does not parse and compile its 150 KB on every
-// command: about 4 ms, 5% of a `list` (docs/PERFORMANCE.md). Node 22.8+ has this
+// compile-cache.cjs: require() the CLI's bundles (dist/bundle/) through a V8 code
+// cache, so that node does not parse and compile them on every command: about 4 ms,
+// 10% of a `list` (docs/PERFORMANCE.md). Node 22.8+ has this
 // built in (module.enableCompileCache), and node 20 does not.
 //
 // The cache lives in $NODE_COMPILE_CACHE, else ${XDG_CACHE_HOME:-~/.cache}/agent-sandbox/compile-cache,
 // one file per bundle build, node version and architecture. V8 itself refuses a
 // cache made by another V8 or with other flags, but it checks the source only by
 // its length, so the file is named by the bundle's content hash, which
-// scripts/bundle-fast.mjs writes on the bundle's first line. Anything unexpected
+// scripts/bundle-cli.mjs writes on the bundle's first line. Anything unexpected
 // (no hash, a cache V8 refuses, a directory that cannot be written) falls back to
 // a plain require; a missing or refused cache is written when the process exits.
 // V8 runs the cached bytecode instead of the source, so the directory and the file
@@ -21,9 +21,9 @@ const os = require('node:os')
 const path = require('node:path')
 const vm = require('node:vm')
 
-/** The build hash on the bundle's first line ("// agent-sandbox fast path, build <hex>"), or undefined. */
+/** The build hash on the bundle's first line ("// agent-sandbox cli, build <hex>"), or undefined. */
 function buildHash(source) {
-  const match = /^\/\/ agent-sandbox fast path, build ([0-9a-f]{16,64})\n/.exec(source.slice(0, 200))
+  const match = /^\/\/ agent-sandbox cli, build ([0-9a-f]{16,64})\n/.exec(source.slice(0, 200))
   return match ? match[1] : undefined
 }
 
@@ -59,7 +59,7 @@ function ours(target, kind) {
 
 /** The cache file for a build of the bundle on this node. */
 function cacheFile(dir, hash) {
-  return path.join(dir, `fast-${hash}-${process.version}-${process.arch}.cache`)
+  return path.join(dir, `cli-${hash}-${process.version}-${process.arch}.cache`)
 }
 
 /**
@@ -121,7 +121,7 @@ function writeCache(script, dir, target) {
     const now = Date.now()
     for (const name of fs.readdirSync(dir)) {
       const file = path.join(dir, name)
-      if (name.startsWith('fast-') && file !== target && now - fs.statSync(file).mtimeMs > EXPIRE_MS) fs.rmSync(file, {force: true})
+      if (name.startsWith('cli-') && file !== target && now - fs.statSync(file).mtimeMs > EXPIRE_MS) fs.rmSync(file, {force: true})
     }
   } catch {
     // A read-only or full cache directory only means the next start compiles again.

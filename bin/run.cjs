@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // The CLI's entry: `agent-sandbox` (bin/agent-sandbox) runs it with node, and so
-// can you (`node bin/run.cjs …`). CommonJS on purpose: the commands run dozens
-// of times a day go through one CommonJS bundle (dist/cli/fast.cjs), and loading
-// them without node's ESM loader is 15-20 ms faster (docs/PERFORMANCE.md).
+// can you (`node bin/run.cjs …`). CommonJS on purpose: every command runs from
+// CommonJS bundles (dist/bundle/: the dispatcher, src/cli/main.ts, and the command's own), and loading it without
+// node's ESM loader is 15-20 ms faster (docs/PERFORMANCE.md). Help, topics and
+// unknown commands go to oclif.
 'use strict'
 const {readFileSync} = require('node:fs')
 const {arch, platform, release} = require('node:os')
@@ -22,7 +23,6 @@ if (!process.env.AGENT_SANDBOX_DEBUG) process.noDeprecation = true
 
 // `shell` is the default command: `agent-sandbox` and `agent-sandbox <dir>` open a shell.
 const argv = process.argv.slice(2)
-const FAST_PATH = new Set(['build', 'checkout', 'exec', 'list', 'run', 'shell'])
 if (argv.length === 0 || /^(\.|\/|~)/.test(argv[0])) argv.unshift('shell')
 
 // `--version` answers without loading oclif (most of our start-up time; docs/PERFORMANCE.md).
@@ -31,16 +31,14 @@ if (argv.length === 0 || /^(\.|\/|~)/.test(argv[0])) argv.unshift('shell')
 if (argv[0] === '--version' && !(platform() === 'linux' && /microsoft/i.test(release() + safeRead('/proc/version')))) {
   const pjson = JSON.parse(readFileSync(join(__dirname, '..', 'package.json'), 'utf8'))
   process.stdout.write(`${pjson.name}/${pjson.version} ${platform()}-${arch() === 'ia32' ? 'x86' : arch()} node-${process.version}\n`)
-} else if (FAST_PATH.has(argv[0])) {
-  // The fast path runs the command when it understands the whole command line
-  // (src/cli/fast.ts), and resolves to undefined to leave it to oclif (help, usage errors).
-  // Through a V8 code cache: compiling the bundle is a tenth of a warm command (bin/compile-cache.cjs).
-  require('./compile-cache.cjs')
-    .requireCached(join(__dirname, '..', 'dist', 'cli', 'fast.cjs'))
-    .runFast(argv)
-    .then((code) => (code === undefined ? runOclif() : process.exit(code)))
 } else {
-  runOclif()
+  // The dispatcher runs the command, or resolves to undefined to leave the line to oclif.
+  // Through a V8 code cache: compiling the bundle is a tenth of a warm command (bin/compile-cache.cjs).
+  const {requireCached} = require('./compile-cache.cjs')
+  const bundles = join(__dirname, '..', 'dist', 'bundle')
+  requireCached(join(bundles, 'main.cjs'))
+    .runCli(argv, (file) => requireCached(join(bundles, 'commands', `${file}.cjs`)).default)
+    .then((code) => (code === undefined ? runOclif() : process.exit(code)))
 }
 
 async function runOclif() {

@@ -1,11 +1,13 @@
 /** Arguments and flags shared by several commands. */
-import {Args, Flags} from '@oclif/core'
+import {Args, Flags} from './params.js'
 
-export const pathArg = Args.string({name: 'path', description: 'workspace directory (default: the current directory)', required: false})
+export const pathArg = Args.optional('workspace directory (default: the current directory)')
 
 export const baseTagFlag = Flags.string({description: 'tag of agent-sandbox-base to build on (default: config baseTag, else latest)'})
 
 export const branchFlag = Flags.string({description: 'work on a git worktree of this branch in the repo-shelf (branch mode)'})
+
+export const jsonFlag = Flags.boolean({description: 'print the result as JSON'})
 
 export const networkFlag = Flags.string({
   description: 'network mode: firewall (default-deny allowlist), none (no network), open (unfiltered, loudly warned)',
@@ -21,4 +23,13 @@ export const limitFlags = {
   cpus: Flags.string({description: 'CPU limit, e.g. 1.5 (config limits.cpus)'}),
   memory: Flags.string({description: 'memory limit, e.g. 512m or 4g; swap is limited to the same (config limits.memory)'}),
   'pids-limit': Flags.integer({description: 'process limit, e.g. 256 (config limits.pids)', min: 16}),
+}
+
+/** The resource-limit flags as config values, or undefined when none was given. Pure. */
+export function limitsFrom(flags: {cpus?: string; memory?: string; 'pids-limit'?: number}): {memory?: string; cpus?: number; pids?: number} | undefined {
+  const limits: {memory?: string; cpus?: number; pids?: number} = {}
+  if (flags.memory !== undefined) limits.memory = flags.memory
+  if (flags.cpus !== undefined) limits.cpus = Number(flags.cpus)
+  if (flags['pids-limit'] !== undefined) limits.pids = flags['pids-limit']
+  return Object.keys(limits).length ? limits : undefined
 }

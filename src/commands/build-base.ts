@@ -1,8 +1,8 @@
-import {Flags} from '@oclif/core'
-import {BaseCommand} from '../cli/base.js'
+import {Flags} from '../cli/params.js'
+import {Command, type Input} from '../cli/command.js'
 import {buildBase, caCertPathsFromEnv, defaultToolVersions} from '../lib/images/build.js'
 
-export default class BuildBase extends BaseCommand {
+export default class BuildBase extends Command {
   static override summary = 'Build the shared base image agent-sandbox-base:<tag>.'
   static override description =
     'Tool versions given as `latest` (or a range) are resolved to concrete npm versions first, so that layers cache. Build output streams to stderr.'
@@ -22,8 +22,7 @@ export default class BuildBase extends BaseCommand {
     tag: Flags.string({description: 'tag of the base image', default: 'latest'}),
   }
 
-  async run(): Promise<void> {
-    const {flags} = await this.parse(BuildBase)
+  async run({flags}: Input<typeof BuildBase>): Promise<number | void> {
     const defaults = defaultToolVersions()
     const engine = await this.engine(flags)
     const result = await buildBase(engine, {

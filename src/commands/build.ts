@@ -1,10 +1,10 @@
-import {Flags} from '@oclif/core'
-import {BaseCommand} from '../cli/base.js'
+import {Flags} from '../cli/params.js'
+import {Command, type Input} from '../cli/command.js'
 import {baseTagFlag, pathArg} from '../cli/flags.js'
 import {buildRepoImage, workspaceBaseTag} from '../lib/images/build.js'
 import {resolveWorkspace} from '../lib/workspace.js'
 
-export default class Build extends BaseCommand {
+export default class Build extends Command {
   static override summary = "Build the workspace's image from .agent-sandbox/Dockerfile."
   static override description =
     'Nothing is built when nothing the image is built from has changed (the Dockerfile and the rest of .agent-sandbox/, the base image, the build arguments); --no-cache builds every step again.'
@@ -16,8 +16,7 @@ export default class Build extends BaseCommand {
     'no-cache': Flags.boolean({description: 'build every step again, even when nothing has changed'}),
   }
 
-  async run(): Promise<void> {
-    const {args, flags} = await this.parse(Build)
+  async run({args, flags}: Input<typeof Build>): Promise<number | void> {
     const ws = resolveWorkspace(args.path)
     const baseTag = workspaceBaseTag(ws, flags['base-tag'])
     const engine = await this.engine(flags)

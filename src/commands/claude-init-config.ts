@@ -1,10 +1,10 @@
-import {Flags} from '@oclif/core'
-import {BaseCommand} from '../cli/base.js'
+import {Flags} from '../cli/params.js'
+import {Command, type Input} from '../cli/command.js'
 import {pathArg} from '../cli/flags.js'
 import {describeFile, initAgentConfig} from '../lib/agents/volumes.js'
 import {resolveWorkspace} from '../lib/workspace.js'
 
-export default class ClaudeInitConfig extends BaseCommand {
+export default class ClaudeInitConfig extends Command {
   static override summary = 'Seed the Claude Code config volume (settings.json, CLAUDE.md); --auth imports the host login.'
   static override description = `Writes settings.json and CLAUDE.md into the Claude Code volume mounted at /home/node/.claude, leaving existing files alone unless --force. With --auth, copies the host's ~/.claude/.credentials.json (always replacing the one in the volume) and ~/.claude.json (kept as .claude/.claude.json, which the image links to ~/.claude.json), whichever exist. Works whether or not a sandbox is running. The volume is the shared agent-sandbox-claude-code-config, or the workspace's own when its config sets "sharedAgentConfig": false.`
   static override examples = [
@@ -19,8 +19,7 @@ export default class ClaudeInitConfig extends BaseCommand {
     json: Flags.boolean({description: 'print the result as JSON'}),
   }
 
-  async run(): Promise<void> {
-    const {args, flags} = await this.parse(ClaudeInitConfig)
+  async run({args, flags}: Input<typeof ClaudeInitConfig>): Promise<number | void> {
     const ws = resolveWorkspace(args.path)
     const engine = await this.engine(flags)
     const result = await initAgentConfig({engine, reporter: this.reporter}, 'claude', ws, {auth: flags.auth, force: flags.force})

@@ -1,10 +1,10 @@
-import {Flags} from '@oclif/core'
-import {BaseCommand} from '../cli/base.js'
+import {Flags} from '../cli/params.js'
+import {Command, type Input} from '../cli/command.js'
 import {pathArg} from '../cli/flags.js'
 import {codexLogout, describeFile} from '../lib/agents/volumes.js'
 import {resolveWorkspace} from '../lib/workspace.js'
 
-export default class CodexLogout extends BaseCommand {
+export default class CodexLogout extends Command {
   static override summary = 'Delete auth.json and profile.json from the Codex config volume.'
   static override description = `Removes the Codex credentials from the volume every sandbox of this workspace mounts at /home/node/.codex. The tokens are only deleted locally: they are not revoked on OpenAI's side (sign out of your sessions there to revoke them).`
   static override examples = ['<%= config.bin %> codex-logout', '<%= config.bin %> codex-logout ~/src/app --json']
@@ -13,8 +13,7 @@ export default class CodexLogout extends BaseCommand {
     json: Flags.boolean({description: 'print the result as JSON'}),
   }
 
-  async run(): Promise<void> {
-    const {args, flags} = await this.parse(CodexLogout)
+  async run({args, flags}: Input<typeof CodexLogout>): Promise<number | void> {
     const ws = resolveWorkspace(args.path)
     const engine = await this.engine(flags)
     const result = await codexLogout({engine, reporter: this.reporter}, ws)

@@ -1,12 +1,12 @@
-import {Flags} from '@oclif/core'
-import {BaseCommand} from '../cli/base.js'
+import {Flags} from '../cli/params.js'
+import {Command, type Input} from '../cli/command.js'
 import {pathArg} from '../cli/flags.js'
 import {loadSettings} from '../lib/config/load.js'
 import {detectHookConfig, formatHookConfig, fsHookProbe} from '../lib/git/hook-config.js'
 import {looksSecret} from '../lib/sandbox/spec.js'
 import {quoteArg, resolveWorkspace} from '../lib/workspace.js'
 
-export default class Config extends BaseCommand {
+export default class Config extends Command {
   static override summary = 'Print the effective settings and where each value came from.'
   static override description =
     'Layers, highest first: flags, AGENT_SANDBOX_* environment variables, .agent-sandbox/config.json, ~/.config/agent-sandbox/config.json, defaults. A workspace file\'s values are marked trusted or untrusted; a setting that widens the sandbox from an untrusted file is shown as refused (commands that would apply it exit 2 until `agent-sandbox trust`).'
@@ -14,8 +14,7 @@ export default class Config extends BaseCommand {
   static override args = {path: pathArg}
   static override flags = {json: Flags.boolean({description: 'print as JSON'})}
 
-  async run(): Promise<void> {
-    const {args, flags} = await this.parse(Config)
+  async run({args, flags}: Input<typeof Config>): Promise<number | void> {
     const ws = resolveWorkspace(args.path)
     // Report, never refuse: this is where the user sees what an untrusted file would change.
     const loaded = loadSettings({workspacePath: ws.path, untrusted: 'report'})

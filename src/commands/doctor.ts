@@ -1,11 +1,11 @@
-import {Flags} from '@oclif/core'
-import {BaseCommand} from '../cli/base.js'
+import {Flags} from '../cli/params.js'
+import {Command, type Input} from '../cli/command.js'
 import {branchFlag, pathArg} from '../cli/flags.js'
 import {ExitCode} from '../lib/errors.js'
 import {formatDoctor, runDoctor} from '../lib/network/firewall.js'
 import {resolveWorkspace} from '../lib/workspace.js'
 
-export default class Doctor extends BaseCommand {
+export default class Doctor extends Command {
   static override summary = 'Check that the running sandbox holds: try each way out as the sandbox user, and check the rules as root.'
   static override description =
     'Every check is a real, short attempt aimed only at the sandbox itself, its gateway or its resolvers: TCP/UDP/IPv6 egress, DNS outside the allowlist or around the sandbox resolver, raw sockets, and changing the firewall, the resolver or the network. Exits 1 if any check fails.'
@@ -16,13 +16,12 @@ export default class Doctor extends BaseCommand {
     json: Flags.boolean({description: 'print the checks as JSON'}),
   }
 
-  async run(): Promise<void> {
-    const {args, flags} = await this.parse(Doctor)
+  async run({args, flags}: Input<typeof Doctor>): Promise<number | void> {
     const ws = resolveWorkspace(args.path)
     const engine = await this.engine(flags)
     const report = await runDoctor({engine, reporter: this.reporter}, ws, {branch: flags.branch})
     if (flags.json) this.outJson(report)
     else this.out(formatDoctor(report))
-    if (!report.ok) this.exit(ExitCode.failure)
+    if (!report.ok) return ExitCode.failure
   }
 }

@@ -1,5 +1,5 @@
-import {Flags} from '@oclif/core'
-import {BaseCommand} from '../cli/base.js'
+import {Flags} from '../cli/params.js'
+import {Command, type Input} from '../cli/command.js'
 import {baseTagFlag, pathArg} from '../cli/flags.js'
 import {confirm, isInteractive} from '../cli/output.js'
 import {loadSettings} from '../lib/config/load.js'
@@ -9,7 +9,7 @@ import {parseRepoSlug} from '../lib/github/app.js'
 import {resolve} from 'node:path'
 import {quoteArg, resolveWorkspace} from '../lib/workspace.js'
 
-export default class Init extends BaseCommand {
+export default class Init extends Command {
   static override summary = 'Create .agent-sandbox/ in a workspace and build its image.'
   static override examples = [
     '<%= config.bin %> init',
@@ -25,8 +25,7 @@ export default class Init extends BaseCommand {
     yes: Flags.boolean({char: 'y', description: 'do not ask for confirmation'}),
   }
 
-  async run(): Promise<void> {
-    const {args, flags} = await this.parse(Init)
+  async run({args, flags}: Input<typeof Init>): Promise<number | void> {
     if (flags.clone !== undefined) {
       if (flags.force) throw new UsageError('--force cannot be used with --clone (a clone goes into a new or empty directory)', {hint: 'drop --force, or pass another path'})
       return this.initClone(flags.clone, args.path, flags)
@@ -35,7 +34,7 @@ export default class Init extends BaseCommand {
     const {settings} = loadSettings({workspacePath: undefined, flags: flags['base-tag'] ? {baseTag: flags['base-tag']} : undefined})
     if (flags.force && !flags.yes && isInteractive()) {
       const ok = await confirm(`Remove the sandbox containers and ${ws.path}/.agent-sandbox, then re-create them?`)
-      if (!ok) this.exit(1)
+      if (!ok) return 1
     }
     const engine = await this.engine(flags)
     const result = await initWorkspace(engine, ws, {force: flags.force, baseTag: settings.baseTag, reporter: this.reporter})

@@ -1,14 +1,13 @@
-import {Flags} from '@oclif/core'
-import {BaseCommand} from '../cli/base.js'
+import {Flags} from '../cli/params.js'
+import {Command, type Input} from '../cli/command.js'
 import {formatSandboxTable, listSandboxes} from '../lib/sandbox/listing.js'
 
-export default class List extends BaseCommand {
+export default class List extends Command {
   static override summary = 'List every sandbox, running or not.'
   static override examples = ['<%= config.bin %> list', '<%= config.bin %> list --json']
   static override flags = {json: Flags.boolean({description: 'print the rows as JSON'})}
 
-  async run(): Promise<void> {
-    const {flags} = await this.parse(List)
+  async run({flags}: Input<typeof List>): Promise<number | void> {
     const engine = await this.engine(flags)
     const rows = await listSandboxes({engine})
     if (flags.json) return this.outJson(rows)

@@ -1,5 +1,5 @@
-import {Flags} from '@oclif/core'
-import {BaseCommand} from '../cli/base.js'
+import {Flags} from '../cli/params.js'
+import {Command, type Input} from '../cli/command.js'
 import {branchFlag, pathArg} from '../cli/flags.js'
 import {confirm, isInteractive} from '../cli/output.js'
 import {UsageError} from '../lib/errors.js'
@@ -7,7 +7,7 @@ import {removeSandbox} from '../lib/sandbox/lifecycle.js'
 import {removeWorktree} from '../lib/git/shelf.js'
 import {Names, resolveWorkspace} from '../lib/workspace.js'
 
-export default class Rm extends BaseCommand {
+export default class Rm extends Command {
   static override summary = "Remove the workspace's sandbox container (volumes only with --volumes)."
   static override examples = ['<%= config.bin %> rm', '<%= config.bin %> rm --volumes --yes', '<%= config.bin %> rm --branch feat --worktree']
   static override args = {path: pathArg}
@@ -20,13 +20,12 @@ export default class Rm extends BaseCommand {
     yes: Flags.boolean({char: 'y', description: 'do not ask for confirmation'}),
   }
 
-  async run(): Promise<void> {
-    const {args, flags} = await this.parse(Rm)
+  async run({args, flags}: Input<typeof Rm>): Promise<number | void> {
     const ws = resolveWorkspace(args.path)
     if (flags.worktree && flags.branch === undefined) throw new UsageError('--worktree needs --branch', {hint: 'e.g. agent-sandbox rm --branch feat --worktree'})
     if (flags.volumes && !flags.yes) {
       if (!isInteractive()) throw new UsageError('--volumes deletes shell history and the repo-shelf of this workspace', {hint: 'add --yes to confirm'})
-      if (!(await confirm(`Delete the history and repo-shelf volumes of ${ws.path}?`))) this.exit(1)
+      if (!(await confirm(`Delete the history and repo-shelf volumes of ${ws.path}?`))) return 1
     }
     const engine = await this.engine(flags)
     // Check the worktree first: if work would be lost, nothing is removed at all.

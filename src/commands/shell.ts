@@ -1,11 +1,11 @@
-import {Flags} from '@oclif/core'
-import {BaseCommand} from '../cli/base.js'
+import {Flags} from '../cli/params.js'
+import {Command, type Input} from '../cli/command.js'
 import {allowHostNetworkFlag, baseTagFlag, branchFlag, networkFlag, pathArg} from '../cli/flags.js'
 import type {NetworkMode} from '../lib/config/schema.js'
 import {execInSandbox} from '../lib/sandbox/session.js'
 import {resolveWorkspace} from '../lib/workspace.js'
 
-export default class Shell extends BaseCommand {
+export default class Shell extends Command {
   static override summary = 'Open an interactive login shell as node in the sandbox (the default command).'
   static override examples = ['<%= config.bin %>', '<%= config.bin %> shell ~/src/app', '<%= config.bin %> shell --branch feat']
   static override args = {path: pathArg}
@@ -17,8 +17,7 @@ export default class Shell extends BaseCommand {
     network: networkFlag,
   }
 
-  async run(): Promise<void> {
-    const {args, flags} = await this.parse(Shell)
+  async run({args, flags}: Input<typeof Shell>): Promise<number | void> {
     const ws = resolveWorkspace(args.path)
     const engine = await this.engine(flags)
     const code = await execInSandbox({engine, reporter: this.reporter}, ws, ['bash', '-l'], {
@@ -29,6 +28,6 @@ export default class Shell extends BaseCommand {
       allowHostNetwork: flags['allow-host-network'],
       interactive: true,
     })
-    this.exit(code)
+    return code
   }
 }

@@ -1,4 +1,4 @@
-import {BaseCommand} from '../cli/base.js'
+import {Command, type Input} from '../cli/command.js'
 import {allowHostNetworkFlag, branchFlag, networkFlag, pathArg} from '../cli/flags.js'
 import type {NetworkMode} from '../lib/config/schema.js'
 import {EngineError} from '../lib/errors.js'
@@ -7,7 +7,7 @@ import {posix} from 'node:path'
 import {secretValues, toShellCommand} from '../lib/sandbox/spec.js'
 import {resolveWorkspace} from '../lib/workspace.js'
 
-export default class ShowRun extends BaseCommand {
+export default class ShowRun extends Command {
   static override summary = 'Print the `docker run` command that `start` would use, without running it.'
   static override description =
     'Secret environment values are printed as references (`--env NAME`): export them before pasting. A sandbox with a repository is followed by its push gate, a second container in its network namespace.'
@@ -15,8 +15,7 @@ export default class ShowRun extends BaseCommand {
   static override args = {path: pathArg}
   static override flags = {'allow-host-network': allowHostNetworkFlag, branch: branchFlag, network: networkFlag}
 
-  async run(): Promise<void> {
-    const {args, flags} = await this.parse(ShowRun)
+  async run({args, flags}: Input<typeof ShowRun>): Promise<number | void> {
     const ws = resolveWorkspace(args.path)
     const {spec, gate, placeholders} = await prepareSandbox(ws, {
       branch: flags.branch,

@@ -1,12 +1,11 @@
-import {Flags} from '@oclif/core'
-import {BaseCommand} from '../cli/base.js'
-import {allowHostNetworkFlag, baseTagFlag, branchFlag, limitFlags, networkFlag, pathArg} from '../cli/flags.js'
-import {limitsFrom} from '../cli/limits.js'
+import {Flags} from '../cli/params.js'
+import {Command, type Input} from '../cli/command.js'
+import {allowHostNetworkFlag, baseTagFlag, branchFlag, limitFlags, limitsFrom, networkFlag, pathArg} from '../cli/flags.js'
 import {startSandbox} from '../lib/sandbox/lifecycle.js'
 import {resolveWorkspace} from '../lib/workspace.js'
 import type {NetworkMode} from '../lib/config/schema.js'
 
-export default class Start extends BaseCommand {
+export default class Start extends Command {
   static override summary = "Start the workspace's sandbox and wait until it is ready (firewall in place)."
   static override examples = ['<%= config.bin %> start', '<%= config.bin %> start ~/src/app --build', '<%= config.bin %> start --allow-domain api.example.com']
   static override args = {path: pathArg}
@@ -21,8 +20,7 @@ export default class Start extends BaseCommand {
     network: networkFlag,
   }
 
-  async run(): Promise<void> {
-    const {args, flags} = await this.parse(Start)
+  async run({args, flags}: Input<typeof Start>): Promise<number | void> {
     const ws = resolveWorkspace(args.path)
     const engine = await this.engine(flags)
     const result = await startSandbox({engine, reporter: this.reporter}, ws, {

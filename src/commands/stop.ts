@@ -1,16 +1,15 @@
-import {BaseCommand} from '../cli/base.js'
+import {Command, type Input} from '../cli/command.js'
 import {branchFlag, pathArg} from '../cli/flags.js'
 import {stopSandbox} from '../lib/sandbox/lifecycle.js'
 import {Names, resolveWorkspace} from '../lib/workspace.js'
 
-export default class Stop extends BaseCommand {
+export default class Stop extends Command {
   static override summary = "Stop the workspace's sandbox. Volumes and the workspace are untouched."
   static override examples = ['<%= config.bin %> stop', '<%= config.bin %> stop ~/src/app --branch feat']
   static override args = {path: pathArg}
   static override flags = {branch: branchFlag}
 
-  async run(): Promise<void> {
-    const {args, flags} = await this.parse(Stop)
+  async run({args, flags}: Input<typeof Stop>): Promise<number | void> {
     const ws = resolveWorkspace(args.path)
     const engine = await this.engine(flags)
     const state = await stopSandbox({engine}, ws, flags.branch)

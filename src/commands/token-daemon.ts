@@ -1,10 +1,10 @@
-import {Flags} from '@oclif/core'
-import {BaseCommand} from '../cli/base.js'
+import {Flags} from '../cli/params.js'
+import {Command, type Input} from '../cli/command.js'
 import {ConflictError} from '../lib/errors.js'
 import {claimDaemonPid, releasePid, runRefreshLoop} from '../lib/github/refresher.js'
 import {daemonPidPath, readPid, refresherAlive, tokenPaths} from '../lib/github/token-store.js'
 
-export default class TokenDaemon extends BaseCommand {
+export default class TokenDaemon extends Command {
   static override summary = 'Keep the GitHub App tokens of every running sandbox fresh (foreground; for a user systemd service).'
   static override description =
     'Renews each sandbox\'s installation token github.refreshMarginSeconds before it expires, writing it atomically to the file mounted read-only at /run/secrets/ghapp_token. Sandboxes are found by the label dev.agent-sandbox.ghapp=1. Without a daemon, `start` spawns one refresher per sandbox instead. See docs/github-app.md.'
@@ -13,8 +13,7 @@ export default class TokenDaemon extends BaseCommand {
     container: Flags.string({description: 'refresh only this sandbox and exit when it is gone (what `start` spawns)', hidden: true}),
   }
 
-  async run(): Promise<void> {
-    const {flags} = await this.parse(TokenDaemon)
+  async run({flags}: Input<typeof TokenDaemon>): Promise<number | void> {
     const env = process.env
     let pidFile: string
     if (flags.container) {

@@ -1,13 +1,13 @@
-import {Flags} from '@oclif/core'
+import {Flags} from '../cli/params.js'
 import {existsSync} from 'node:fs'
-import {BaseCommand} from '../cli/base.js'
+import {Command, type Input} from '../cli/command.js'
 import {pathArg} from '../cli/flags.js'
 import {confirm, isInteractive} from '../cli/output.js'
 import {agentSandboxDir, formatReview, listTrusted, recordTrust, reviewWorkspace, revokeTrust} from '../lib/config/trust.js'
 import {NotInitialisedError, UsageError} from '../lib/errors.js'
 import {quoteArg, resolveWorkspace} from '../lib/workspace.js'
 
-export default class Trust extends BaseCommand {
+export default class Trust extends Command {
   static override summary = "Review a workspace's own .agent-sandbox/ and trust it, so the settings in it that widen the sandbox apply."
   static override description =
     "A repository's .agent-sandbox/ is its input, not yours: settings that widen the sandbox (network open, dockerNetwork, secretEnv, allowDomains, ports beyond loopback, …) and a Dockerfile other than init's template apply only once you trust their exact bytes. When they change (a pull, a merge), commands that would apply them refuse until you trust them again. See docs/security.md."
@@ -25,8 +25,7 @@ export default class Trust extends BaseCommand {
     yes: Flags.boolean({char: 'y', description: 'trust without asking'}),
   }
 
-  async run(): Promise<void> {
-    const {args, flags} = await this.parse(Trust)
+  async run({args, flags}: Input<typeof Trust>): Promise<number | void> {
     if (flags.list && (flags.revoke || args.path !== undefined)) throw new UsageError('--list takes no path and no --revoke', {hint: 'agent-sandbox trust --list'})
     if (flags.list) {
       const listed = listTrusted()
@@ -48,7 +47,7 @@ export default class Trust extends BaseCommand {
     if (!flags.json) for (const line of formatReview(review)) this.out(line)
     if (!flags.yes) {
       if (!isInteractive()) throw new UsageError(`not trusting ${ws.path}: no terminal to ask on`, {hint: 'pass --yes to trust what is shown above'})
-      if (!(await confirm(`Trust these files of ${ws.path}?`))) this.exit(1)
+      if (!(await confirm(`Trust these files of ${ws.path}?`))) return 1
     }
     const store = recordTrust(ws.path, review.snapshot, 'trust')
     if (flags.json) return this.outJson({path: ws.path, trusted: true, store, files: review.snapshot.files, changes: review.changes, dockerfile: review.assessment.build})

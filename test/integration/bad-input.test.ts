@@ -128,22 +128,24 @@ describe('usage', () => {
     expect(badNetwork.exitCode).toBe(2)
   })
 
-  // exec, shell and list take a fast path without oclif (src/cli/fast.ts); what it
-  // does not understand must get oclif's usual errors and help.
-  it('exec, shell and list give the usual errors and help for command lines the fast path leaves to oclif', async () => {
+  // Every command line goes through the one parser (src/cli/parse.ts); help is oclif's, from the same definitions.
+  it('a bad flag, value or argument is one line naming it, with the command\'s help as the hint; --help is help', async () => {
     for (const argv of [
       ['exec', '--network', 'sideways', '--', 'true'],
       ['exec', '--bogus', '--', 'true'],
       ['exec', '--branch', 'a', '--branch', 'b', '--', 'true'],
       ['list', '--bogus'],
       ['shell', '--engine', 'lxc'],
+      ['firewall', 'allow', '--bogus', 'x.example'],
+      ['checkout'],
+      ['rm', 'a', 'b'],
     ]) {
       const r = await cli(argv)
       expect(r.exitCode, argv.join(' ')).toBe(2)
       expect(r.stderr.trim().split('\n'), argv.join(' ')).toHaveLength(1)
-      expect(r.stderr, argv.join(' ')).toMatch(/^agent-sandbox: error: .*\(hint: see --help\)$/m)
+      expect(r.stderr, argv.join(' ')).toMatch(/^agent-sandbox: error: .*\(hint: see agent-sandbox [a-z ]+ --help\)$/m)
     }
-    for (const argv of [['exec', '--help'], ['list', '--help'], ['shell', '--help']]) {
+    for (const argv of [['exec', '--help'], ['list', '--help'], ['shell', '--help'], ['firewall', 'allow', '-h']]) {
       const r = await cli(argv)
       expect(r.exitCode, argv.join(' ')).toBe(0)
       expect(r.stdout, argv.join(' ')).toMatch(/USAGE\s+\$ agent-sandbox /)

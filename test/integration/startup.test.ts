@@ -79,16 +79,33 @@ describe('start-up', () => {
     expect(r.modules.filter((m) => HEAVY.test(m))).toEqual([])
   })
 
-  it('list runs from the fast path\'s bundle and loads no package at all', async () => {
+  it('list runs from the dispatcher and its own bundle and loads no package at all', async () => {
     const r = await loaded(['list', '--json'])
     expect(r.exitCode).toBe(0)
     expect(Array.isArray(JSON.parse(r.stdout))).toBe(true)
-    // One CommonJS bundle (scripts/bundle-fast.mjs), no ES module of ours, nothing from node_modules.
-    expect(r.modules.some((m) => m.endsWith('/dist/cli/fast.cjs'))).toBe(true)
-    expect(r.modules.filter((m) => m.includes('/node_modules/') || /\/dist\/.*\.js$/.test(m))).toEqual([])
+    // Two CommonJS bundles (scripts/bundle-cli.mjs), no ES module of ours, nothing from node_modules.
+    expect(r.modules.filter((m) => m.includes('/dist/'))).toEqual([join(REPO, 'dist/bundle/main.cjs'), join(REPO, 'dist/bundle/commands/list.cjs')])
+    expect(r.modules.filter((m) => m.includes('/node_modules/'))).toEqual([])
   })
 
-  // The fast path (src/cli/fast.ts) for the commands run most often.
+  it('config and stop run without oclif and load no package (zod is in the bundle)', async () => {
+    const config = await loaded(['config', '--json'])
+    expect(config.exitCode).toBe(0)
+    expect(JSON.parse(config.stdout).settings.baseTag).toBe('latest')
+    expect(config.modules.filter((m) => m.includes('/dist/'))).toEqual([join(REPO, 'dist/bundle/main.cjs'), join(REPO, 'dist/bundle/commands/config.cjs')])
+    expect(config.modules.filter((m) => m.includes('/node_modules/'))).toEqual([])
+    const stop = await loaded(['stop', dir])
+    expect(stop.exitCode).toBe(0)
+    expect(stop.modules.filter((m) => m.includes('/node_modules/') || OCLIF.test(m))).toEqual([])
+  })
+
+  it('a usage error comes from the command\'s own definition, without oclif', async () => {
+    const r = await loaded(['start', '--network', 'sideways'])
+    expect(r.exitCode).toBe(2)
+    expect(r.modules.filter((m) => OCLIF.test(m))).toEqual([])
+  })
+
+  // The commands run most often.
   it('a warm exec loads no package (not even zod, for the lifecycle module), a no-op build and a run no oclif', async () => {
     const ws = await makeWorkspace('fastpath')
     try {
@@ -97,8 +114,8 @@ describe('start-up', () => {
       const exec = await loaded(['exec', ws, '--', 'sh', '-c', 'echo ok; exit 3'])
       expect(exec.stdout).toBe('ok')
       expect(exec.exitCode).toBe(3)
-      expect(exec.modules.some((m) => m.endsWith('/dist/cli/fast.cjs'))).toBe(true)
-      expect(exec.modules.filter((m) => m.includes('/node_modules/') || /\/dist\/.*\.js$/.test(m))).toEqual([])
+      expect(exec.modules.filter((m) => m.includes('/dist/'))).toEqual([join(REPO, 'dist/bundle/main.cjs'), join(REPO, 'dist/bundle/commands/exec.cjs')])
+      expect(exec.modules.filter((m) => m.includes('/node_modules/'))).toEqual([])
       const build = await loaded(['build', ws])
       expect(build.exitCode).toBe(0)
       expect(build.stdout).toMatch(/^agent-sandbox-fastpath-[0-9a-f]{32}:latest$/)
@@ -107,9 +124,9 @@ describe('start-up', () => {
       const oneShot = await loaded(['run', ws, '--', 'sh', '-c', 'echo once; exit 4'])
       expect(oneShot.stdout).toBe('once')
       expect(oneShot.exitCode).toBe(4)
-      expect(oneShot.modules.some((m) => m.endsWith('/dist/cli/fast.cjs'))).toBe(true)
-      expect(oneShot.modules.filter((m) => HEAVY.test(m) || OCLIF.test(m) || /\/dist\/.*\.js$/.test(m))).toEqual([])
-      // What the fast path does not understand goes to oclif.
+      expect(oneShot.modules.filter((m) => m.includes('/dist/'))).toEqual([join(REPO, 'dist/bundle/main.cjs'), join(REPO, 'dist/bundle/commands/run.cjs')])
+      expect(oneShot.modules.filter((m) => HEAVY.test(m) || OCLIF.test(m))).toEqual([])
+      // Help is oclif's.
       const help = await loaded(['exec', '--help'])
       expect(help.exitCode).toBe(0)
       expect(help.modules.some((m) => OCLIF.test(m))).toBe(true)
@@ -119,10 +136,10 @@ describe('start-up', () => {
     }
   })
 
-  // bin/compile-cache.cjs: the bundle through a V8 code cache (node 20; node 22.1+ has its own).
-  describe('the fast path\'s code cache', () => {
+  // bin/compile-cache.cjs: the bundles through a V8 code cache (node 20; node 22.1+ has its own).
+  describe('the bundles\' code cache', () => {
     const builtin = typeof (Module as unknown as {enableCompileCache?: unknown}).enableCompileCache === 'function'
-    const bundleHash = () => /^\/\/ agent-sandbox fast path, build ([0-9a-f]+)\n/.exec(readFileSync(join(REPO, 'dist', 'cli', 'fast.cjs'), 'utf8'))?.[1]
+    const bundleHash = (bundle = 'commands/list.cjs') => /^\/\/ agent-sandbox cli, build ([0-9a-f]+)\n/.exec(readFileSync(join(REPO, 'dist', 'bundle', bundle), 'utf8'))?.[1]
     const listJson = (env: Record<string, string | undefined>) => cli(['list', '--json'], {env})
     /** Run `test` with a cache home of its own, removed afterwards. */
     const withHome = async (test: (home: string) => Promise<void>) => {
@@ -143,12 +160,14 @@ describe('start-up', () => {
         expect(existsSync(dir)).toBe(false)
         const first = await listJson(env)
         expect(first).toEqual(plain)
-        const file = join(dir, `fast-${bundleHash()}-${process.version}-${process.arch}.cache`)
+        const file = join(dir, `cli-${bundleHash()}-${process.version}-${process.arch}.cache`)
         if (builtin) {
           expect(readdirSync(dir).length).toBeGreaterThan(0)
           return
         }
-        expect(readdirSync(dir)).toEqual([file.split('/').at(-1)])
+        // One for the dispatcher, one for the command.
+        const main = `cli-${bundleHash('main.cjs')}-${process.version}-${process.arch}.cache`
+        expect(readdirSync(dir).sort()).toEqual([file.split('/').at(-1), main].sort())
         expect(statSync(file).mode & 0o777).toBe(0o600)
         expect(statSync(dir).mode & 0o777).toBe(0o700)
         const written = statSync(file).mtimeMs
@@ -163,7 +182,7 @@ describe('start-up', () => {
         const plain = await listJson({NODE_DISABLE_COMPILE_CACHE: '1'})
         const dir = join(home, 'agent-sandbox', 'compile-cache')
         mkdirSync(dir, {recursive: true})
-        const file = join(dir, `fast-${bundleHash()}-${process.version}-${process.arch}.cache`)
+        const file = join(dir, `cli-${bundleHash()}-${process.version}-${process.arch}.cache`)
         writeFileSync(file, 'not a code cache')
         expect(await listJson({XDG_CACHE_HOME: home})).toEqual(plain)
         if (!builtin) expect(readFileSync(file, 'utf8')).not.toBe('not a code cache')
@@ -183,7 +202,7 @@ describe('start-up', () => {
         expect(readdirSync(dir)).toEqual([])
         // A private directory, but a planted cache file of another user's: left alone.
         chmodSync(dir, 0o700)
-        const file = join(dir, `fast-${bundleHash()}-${process.version}-${process.arch}.cache`)
+        const file = join(dir, `cli-${bundleHash()}-${process.version}-${process.arch}.cache`)
         writeFileSync(file, 'planted', {mode: 0o600})
         chownSync(file, 1234, 1234)
         expect(await listJson({XDG_CACHE_HOME: home})).toEqual(plain)

@@ -15,14 +15,14 @@ const tmp = mkdtempSync(join(tmpdir(), 'asb-cc-unit-'))
 afterAll(() => rmSync(tmp, {recursive: true, force: true}))
 
 describe('buildHash', () => {
-  it("reads the content hash scripts/bundle-fast.mjs puts on the bundle's first line", () => {
-    expect(buildHash('// agent-sandbox fast path, build 445613315221c7b5e63e27bcf638d937\nconst x = 1\n')).toBe('445613315221c7b5e63e27bcf638d937')
+  it("reads the content hash scripts/bundle-cli.mjs puts on the bundle's first line", () => {
+    expect(buildHash('// agent-sandbox cli, build 445613315221c7b5e63e27bcf638d937\nconst x = 1\n')).toBe('445613315221c7b5e63e27bcf638d937')
   })
 
   it('has no hash (so no cache) for anything else', () => {
     expect(buildHash('const x = 1\n')).toBeUndefined()
-    expect(buildHash('// agent-sandbox fast path, build nothex\n')).toBeUndefined()
-    expect(buildHash('x\n// agent-sandbox fast path, build 445613315221c7b5e63e27bcf638d937\n')).toBeUndefined()
+    expect(buildHash('// agent-sandbox cli, build nothex\n')).toBeUndefined()
+    expect(buildHash('x\n// agent-sandbox cli, build 445613315221c7b5e63e27bcf638d937\n')).toBeUndefined()
   })
 })
 
@@ -41,7 +41,7 @@ describe('cacheDir and cacheFile', () => {
 
   it('names one file per build, node version and architecture', () => {
     const a = cacheFile('/c', 'aaaaaaaaaaaaaaaa')
-    expect(a).toBe(`/c/fast-aaaaaaaaaaaaaaaa-${process.version}-${process.arch}.cache`)
+    expect(a).toBe(`/c/cli-aaaaaaaaaaaaaaaa-${process.version}-${process.arch}.cache`)
     // Two builds of the same length get different files: V8 would take a cache for either.
     expect(cacheFile('/c', 'bbbbbbbbbbbbbbbb')).not.toBe(a)
   })

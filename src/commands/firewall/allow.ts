@@ -1,10 +1,10 @@
-import {Args, Flags} from '@oclif/core'
-import {BaseCommand} from '../../cli/base.js'
+import {Args, Flags} from '../../cli/params.js'
+import {Command, type Input} from '../../cli/command.js'
 import {branchFlag} from '../../cli/flags.js'
 import {allowDomains, splitDomainsAndPath} from '../../lib/network/firewall.js'
 import {resolveWorkspace} from '../../lib/workspace.js'
 
-export default class FirewallAllow extends BaseCommand {
+export default class FirewallAllow extends Command {
   static override summary = "Allow more domains in the running sandbox's firewall, at once and without a restart."
   static override description =
     'Each domain also allows its subdomains; *.example.com is accepted too. With --save the domains are also added to allowDomains in the workspace\'s .agent-sandbox/config.json (written on the host: the sandbox cannot write it); live additions last until the container restarts, saved ones apply from the next start. A stopped sandbox only gets the config change. The workspace path, if given, comes last and must contain a "/" (e.g. ./app) or be an existing directory.'
@@ -15,7 +15,7 @@ export default class FirewallAllow extends BaseCommand {
   ]
   static override strict = false
   static override args = {
-    domain: Args.string({description: 'domain(s) to allow, then optionally the workspace path', required: true}),
+    domain: Args.required('domain(s) to allow, then optionally the workspace path'),
   }
 
   static override flags = {
@@ -24,8 +24,7 @@ export default class FirewallAllow extends BaseCommand {
     save: Flags.boolean({description: "also add the domains to the workspace's .agent-sandbox/config.json"}),
   }
 
-  async run(): Promise<void> {
-    const {argv, flags} = await this.parse(FirewallAllow)
+  async run({argv, flags}: Input<typeof FirewallAllow>): Promise<number | void> {
     const {domains, path} = splitDomainsAndPath(argv as string[])
     const ws = resolveWorkspace(path)
     const engine = await this.engine(flags)

@@ -1,10 +1,10 @@
-import {Flags} from '@oclif/core'
-import {BaseCommand} from '../../cli/base.js'
+import {Flags} from '../../cli/params.js'
+import {Command, type Input} from '../../cli/command.js'
 import {branchFlag, pathArg} from '../../cli/flags.js'
 import {firewallStatus, formatStatus} from '../../lib/network/firewall.js'
 import {resolveWorkspace} from '../../lib/workspace.js'
 
-export default class FirewallStatus extends BaseCommand {
+export default class FirewallStatus extends Command {
   static override summary = "Show the running sandbox's firewall: rules in force, allowlist, recently denied DNS names and connections."
   static override description = 'Reads the state as root inside the sandbox (firewall-status). Denied packets reach the log about a second after they are refused.'
   static override examples = ['<%= config.bin %> firewall status', '<%= config.bin %> firewall status ~/src/app --json', '<%= config.bin %> firewall status --branch feat']
@@ -14,8 +14,7 @@ export default class FirewallStatus extends BaseCommand {
     json: Flags.boolean({description: 'print the status as JSON'}),
   }
 
-  async run(): Promise<void> {
-    const {args, flags} = await this.parse(FirewallStatus)
+  async run({args, flags}: Input<typeof FirewallStatus>): Promise<number | void> {
     const ws = resolveWorkspace(args.path)
     const engine = await this.engine(flags)
     const status = await firewallStatus({engine, reporter: this.reporter}, ws, {branch: flags.branch})
