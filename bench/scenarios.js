@@ -88,7 +88,7 @@ function everyFrameworkRepo(root) {
 }
 /** One process: import hook-config.js (as `start` does) and detect over DIR. */
 const detectStep = (dir) => ({
-  argv: ['node', '--input-type=module', '-e', 'const m = await import(process.argv[1]); m.detectHookConfig(m.fsHookProbe(process.argv[2]), process.argv[2])', join(REPO, 'dist', 'lib', 'hook-config.js'), dir],
+  argv: ['node', '--input-type=module', '-e', 'const m = await import(process.argv[1]); m.detectHookConfig(m.fsHookProbe(process.argv[2]), process.argv[2])', join(REPO, 'dist', 'lib', 'git', 'hook-config.js'), dir],
   env: noExtraCa,
 })
 
@@ -122,13 +122,14 @@ export const scenarios = [
     b: {steps: () => [{argv: ['node', '-e', ''], env: {NODE_EXTRA_CA_CERTS: SYSTEM_CA}}]},
   },
   {
-    key: 'floor',
+    key: 'config',
     cheap: true,
-    title: 'floor: node + oclif (no target)',
-    ours: "`node -e \"require('@oclif/core')\"` (what the commands off the fast path load first: start, stop, init, …)",
+    title: 'a command that reads the settings',
+    ours: '`agent-sandbox config --json` (zod, the layered settings, the trust store, hook detection)',
     base: "`node -e ''` (both without NODE_EXTRA_CA_CERTS)",
-    smoke: false,
-    a: {steps: () => [{argv: ['node', '-e', "require('@oclif/core')"], env: {OCLIF_DISABLE_ENGINE_WARNING: '1', ...noExtraCa}}]},
+    target: 1.5,
+    smoke: true,
+    a: {steps: (ctx) => [{...cli(ctx, 'config', ctx.ws, '--json'), env: {...ctx.env, ...noExtraCa}}]},
     b: {steps: () => [{argv: ['node', '-e', ''], env: noExtraCa}]},
   },
   {
@@ -202,6 +203,20 @@ export const scenarios = [
       ],
       after: (ctx) => rmForce(`asb-bench-${ctx.id}-cold`),
     },
+    teardown: (ctx) => {
+      cliSync(ctx.root, ['start', ctx.ws])
+    },
+  },
+  {
+    key: 'stop',
+    title: 'stop a running sandbox',
+    ours: '`agent-sandbox stop` (the sandbox and its push gate)',
+    base: '`docker stop <c>` of the same sandbox',
+    target: 1.3,
+    smoke: true,
+    runs: 5,
+    a: {before: (ctx) => cliSync(ctx.root, ['start', ctx.ws]), steps: (ctx) => [cli(ctx, 'stop', ctx.ws)]},
+    b: {before: (ctx) => cliSync(ctx.root, ['start', ctx.ws]), steps: (ctx) => [dockerStep('stop', ctx.name)]},
     teardown: (ctx) => {
       cliSync(ctx.root, ['start', ctx.ws])
     },

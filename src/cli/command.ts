@@ -12,7 +12,7 @@
  */
 import type {Engine} from '../lib/engine/index.js'
 import type {Reporter} from '../lib/reporter.js'
-import {makeReporter, redact, reportFailure} from './output.js'
+import {flushOutput, makeReporter, redact, reportFailure, StdoutClosedError, writeStdout} from './output.js'
 import {Flags, type ArgSet, type ArgValues, type FlagSet, type FlagValues} from './params.js'
 import {parseCommandLine} from './parse.js'
 
@@ -51,7 +51,8 @@ export abstract class Command {
   static takesCommand = false
 
   /**
-   * Parse `argv`, run the command, and resolve to its exit code; never throws.
+   * Parse `argv`, run the command, and resolve to its exit code once its output
+   * is flushed; never throws.
    * oclif passes its config as a second argument, and reads no result: then the code is the process's.
    */
   static async run(this: CommandClass, argv: string[], oclifConfig?: unknown): Promise<number> {
@@ -64,8 +65,10 @@ export abstract class Command {
       )
       code = (await command.run(parsed as Input<{flags: FlagSet; args: ArgSet}>)) ?? 0
     } catch (error) {
-      code = reportFailure(error instanceof Error ? error : new Error(String(error)), command.secrets)
+      code = error instanceof StdoutClosedError ? error.exitCode : reportFailure(error instanceof Error ? error : new Error(String(error)), command.secrets)
     }
+    // The caller exits at once: what we wrote must reach a piped reader first.
+    await flushOutput()
     if (oclifConfig !== undefined) process.exitCode = code
     return code
   }
@@ -95,7 +98,7 @@ export abstract class Command {
 
   /** Print a result on stdout, with secrets masked. */
   protected out(text: string): void {
-    process.stdout.write(`${redact(text, this.secrets)}\n`)
+    writeStdout(`${redact(text, this.secrets)}\n`)
   }
 
   protected outJson(value: unknown): void {

@@ -8,7 +8,6 @@
  * reads the same classes through its manifest.
  */
 import type {CommandClass} from './command.js'
-import {flushStdio} from '../lib/util/stdio.js'
 
 /**
  * Every command, by oclif id (`firewall:allow` is src/commands/firewall/allow.ts).
@@ -60,7 +59,7 @@ export function route(argv: readonly string[]): {id: string; rest: string[]} | u
 
 /**
  * Run the command `argv` names; resolves to its exit code once its output is
- * flushed, or undefined to leave the line to oclif. `load` gives the command's
+ * flushed (Command.run), or undefined to leave the line to oclif. `load` gives the command's
  * class from its file (bin/run.cjs: the command's own bundle).
  */
 export async function runCli(argv: readonly string[], load: (file: string) => CommandClass | Promise<CommandClass>): Promise<number | undefined> {
@@ -68,8 +67,5 @@ export async function runCli(argv: readonly string[], load: (file: string) => Co
   if (!routed) return undefined
   const command = await load(commandFile(routed.id))
   command.id = routed.id
-  const code = await command.run(routed.rest)
-  // The caller exits at once: what we wrote must reach a piped reader first.
-  await flushStdio()
-  return code
+  return command.run(routed.rest)
 }

@@ -1,6 +1,7 @@
 import {Command, type Input} from '../cli/command.js'
 import {allowHostNetworkFlag, branchFlag, limitFlags, limitsFrom, networkFlag, pathArg} from '../cli/flags.js'
 import {Flags} from '../cli/params.js'
+import {stdio} from '../cli/output.js'
 import {StreamRedactor} from '../cli/redact-stream.js'
 import {LimitsSchema, type NetworkMode} from '../lib/config/schema.js'
 import {ExitCode, UsageError} from '../lib/errors.js'
@@ -60,8 +61,8 @@ export default class Run extends Command {
       allowHostNetwork: flags['allow-host-network'],
       onCreated: ({secrets}) => {
         this.secrets.push(...secrets)
-        out = new StreamRedactor(secrets, (t) => process.stdout.write(t))
-        err = new StreamRedactor(secrets, (t) => process.stderr.write(t))
+        out = new StreamRedactor(secrets, (t) => stdio('stdout').write(t))
+        err = new StreamRedactor(secrets, (t) => stdio('stderr').write(t))
       },
       onStdout: (c) => out?.push(c),
       onStderr: (c) => err?.push(c),
@@ -81,6 +82,6 @@ export default class Run extends Command {
 
   /** What the kernel did to the run, in the CLI's own voice: `agent-sandbox: …` on stderr. */
   private fail(message: string): void {
-    process.stderr.write(`agent-sandbox: ${message}\n`)
+    stdio('stderr').write(`agent-sandbox: ${message}\n`)
   }
 }

@@ -1,6 +1,6 @@
 import {Command, type Input} from '../cli/command.js'
 import {branchFlag, pathArg} from '../cli/flags.js'
-import {stopSandbox} from '../lib/sandbox/lifecycle.js'
+import {stopSandbox} from '../lib/sandbox/stop.js'
 import {Names, resolveWorkspace} from '../lib/workspace.js'
 
 export default class Stop extends Command {

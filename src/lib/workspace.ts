@@ -5,7 +5,7 @@
 import {lstatSync, realpathSync, statSync} from 'node:fs'
 import {basename, join, resolve} from 'node:path'
 import {NotInitialisedError, UsageError} from './errors.js'
-import {hexDigest} from './util/hash.js'
+import {md5Hex} from './util/hash.js'
 
 export const LABEL_PREFIX = 'dev.agent-sandbox'
 export const Labels = {
@@ -44,7 +44,7 @@ export interface Workspace {
 }
 
 export function md5(text: string): string {
-  return hexDigest('md5', text)
+  return md5Hex(text)
 }
 
 /** Lower-case [a-z0-9_.-], starting with an alphanumeric; never empty. */

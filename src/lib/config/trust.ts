@@ -14,7 +14,7 @@ import {homedir} from 'node:os'
 import {dirname, join} from 'node:path'
 import {templatesDir} from '../util/assets.js'
 import {ConfigError} from '../errors.js'
-import {hexDigest} from '../util/hash.js'
+import {sha256Hex} from '../util/hash.js'
 import {mergeLayers, parseConfigText, readConfigFile, userConfigPath} from './load.js'
 import {DEFAULTS, type ConfigFile} from './schema.js'
 import {workspaceChanges, type ConfigChange, type LowerSettings} from './widening.js'
@@ -157,10 +157,10 @@ export function snapshotDir(workspacePath: string): Snapshot {
       const stat = lstatSync(full)
       if ((relPath === CONFIG_FILE || relPath === DOCKERFILE) && !stat.isFile()) throw irregularEntry(full, stat, false)
       if (stat.isDirectory()) walk(relPath)
-      else if (stat.isSymbolicLink()) entries.push([relPath, hexDigest('sha256', `symlink:${readlinkSync(full)}`)])
+      else if (stat.isSymbolicLink()) entries.push([relPath, sha256Hex(`symlink:${readlinkSync(full)}`)])
       else if (stat.isFile()) {
         const bytes = readFileSync(full)
-        entries.push([relPath, hexDigest('sha256', bytes)])
+        entries.push([relPath, sha256Hex(bytes)])
         if (relPath === CONFIG_FILE) snapshot.config = bytes
         if (relPath === DOCKERFILE) snapshot.dockerfile = bytes
       } else throw irregularEntry(full, stat, false)
@@ -280,7 +280,7 @@ export interface ConfigTrust {
 export function configTrust(workspacePath: string, bytes: Buffer, layer: ConfigFile, userLayer: ConfigFile | undefined, env: NodeJS.ProcessEnv): ConfigTrust {
   const changes = workspaceChanges(layer, lowerSettings(userLayer))
   const widening = changes.filter((c) => c.widens)
-  const hash = hexDigest('sha256', bytes)
+  const hash = sha256Hex(bytes)
   const byTrustedPaths = matchesTrustedPaths(workspacePath, userLayer?.trustedPaths ?? [], env)
   // Without widening changes there is nothing to approve: read the store only when it matters.
   const record = widening.length && !byTrustedPaths ? readTrustStore(env).workspaces[workspacePath] : undefined
@@ -374,8 +374,8 @@ export function recordTrust(workspacePath: string, snapshot: Snapshot, by: Trust
 export function carryConfigApproval(workspacePath: string, before: string | undefined, after: string, env: NodeJS.ProcessEnv = process.env): boolean {
   const store = readTrustStore(env)
   const record = Object.hasOwn(store.workspaces, workspacePath) ? store.workspaces[workspacePath] : undefined
-  if (!record || before === undefined || record.files[CONFIG_FILE] !== hexDigest('sha256', before)) return false
-  record.files[CONFIG_FILE] = hexDigest('sha256', after)
+  if (!record || before === undefined || record.files[CONFIG_FILE] !== sha256Hex(before)) return false
+  record.files[CONFIG_FILE] = sha256Hex(after)
   writeTrustStore(store, env)
   return true
 }

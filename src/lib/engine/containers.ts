@@ -11,7 +11,8 @@ export interface ContainerClient {
   inspect(nameOrId: string): Promise<ContainerInfo | undefined>
   create(options: ContainerCreateOptions): Promise<string>
   start(id: string): Promise<void>
-  stop(id: string, timeoutSeconds?: number): Promise<void>
+  /** Stop a container by name or id: what it was found to be, so that callers need no inspect first. */
+  stop(nameOrId: string, timeoutSeconds?: number): Promise<'stopped' | 'not-running' | 'missing'>
   kill(id: string): Promise<void>
   remove(id: string, options?: {force?: boolean}): Promise<void>
   wait(id: string): Promise<number>
@@ -142,11 +143,13 @@ export class ApiContainers implements ContainerClient {
     }
   }
 
-  async stop(id: string, timeoutSeconds = 3): Promise<void> {
+  async stop(nameOrId: string, timeoutSeconds = 3): Promise<'stopped' | 'not-running' | 'missing'> {
     try {
-      await this.api.json('POST', `/containers/${id}/stop`, {query: {t: timeoutSeconds}})
+      await this.api.json('POST', `/containers/${nameOrId}/stop`, {query: {t: timeoutSeconds}})
+      return 'stopped'
     } catch (error) {
-      if ((error as {statusCode?: number}).statusCode === 304) return // already stopped
+      if ((error as {statusCode?: number}).statusCode === 304) return 'not-running'
+      if (isNotFound(error)) return 'missing'
       throw error
     }
   }

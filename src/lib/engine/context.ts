@@ -5,7 +5,7 @@
 import {readFileSync} from 'node:fs'
 import {homedir} from 'node:os'
 import {join} from 'node:path'
-import {hexDigest} from '../util/hash.js'
+import {sha256Hex} from '../util/hash.js'
 
 export function currentContextHost(env: NodeJS.ProcessEnv = process.env): string | undefined {
   const configDir = env.DOCKER_CONFIG || join(homedir(), '.docker')
@@ -19,7 +19,7 @@ export function currentContextHost(env: NodeJS.ProcessEnv = process.env): string
     }
   }
   if (!name || name === 'default') return undefined
-  const id = hexDigest('sha256', name)
+  const id = sha256Hex(name)
   try {
     const meta = JSON.parse(readFileSync(join(configDir, 'contexts', 'meta', id, 'meta.json'), 'utf8')) as {
       Endpoints?: {docker?: {Host?: string}}

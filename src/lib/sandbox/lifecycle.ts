@@ -403,23 +403,6 @@ async function failedStart(ctx: Context, container: {id: string; name: string}, 
   })
 }
 
-export async function stopSandbox(ctx: Context, ws: Workspace, branch?: string): Promise<'stopped' | 'not-running' | 'missing'> {
-  const name = Names.container(ws, branch)
-  const [info, gate] = await Promise.all([ctx.engine.containers.inspect(name), ctx.engine.containers.inspect(Names.gate(name))])
-  // The gate lives in the sandbox's network namespace: it goes with it.
-  const stopGate = gate?.running ? ctx.engine.containers.stop(gate.id, 1) : undefined
-  if (!info) {
-    await stopGate
-    return 'missing'
-  }
-  if (!info.running) {
-    await stopGate
-    return 'not-running'
-  }
-  await Promise.all([ctx.engine.containers.stop(info.id), stopGate])
-  return 'stopped'
-}
-
 export interface RemoveResult {
   container: 'removed' | 'missing'
   volumes: string[]
