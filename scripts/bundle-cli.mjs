@@ -51,7 +51,7 @@ await build({
   platform: 'node',
   format: 'cjs',
   target: 'node20',
-  external: ['@inquirer/prompts', '@oclif/core', '@octokit/*', 'execa', 'ora', 'proper-lockfile', 'undici'],
+  external: ['@inquirer/prompts', '@oclif/core', '@octokit/*', 'ora', 'proper-lockfile', 'undici'],
   define: {'import.meta.url': '__agentSandboxModuleUrl'},
   banner: {js: "const __agentSandboxModuleUrl = require('node:url').pathToFileURL(__filename).href;"},
   logLevel: 'warning',
