@@ -29,25 +29,28 @@ export class StdoutClosedError extends Error {
   readonly exitCode = 128 + 13
 }
 
+/** Set once a write had to queue: from then on every write queues behind it, so the output stays in order. */
+let queued = false
+
 /**
  * Write a result to stdout, synchronously and in full. Straight to file
  * descriptor 1: node's process.stdout loads its stream machinery first, 2 ms of
  * a 30 ms command (docs/PERFORMANCE.md). A non-blocking descriptor that is full
- * falls back to process.stdout, which queues (the dispatcher flushes before exit).
+ * falls back to process.stdout, which queues (Command.run flushes before exit).
  */
 export function writeStdout(text: string): void {
   let data = Buffer.from(text, 'utf8')
-  while (data.length > 0) {
+  while (data.length > 0 && !queued) {
     try {
       data = data.subarray(writeSync(1, data))
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code
       if (code === 'EPIPE') throw new StdoutClosedError('stdout was closed')
       if (code !== 'EAGAIN') throw error
-      stdio('stdout').write(data)
-      return
+      queued = true
     }
   }
+  if (data.length > 0) stdio('stdout').write(data)
 }
 
 export function redact(text: string, secrets: readonly string[]): string {

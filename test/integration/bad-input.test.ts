@@ -5,7 +5,7 @@
 import {existsSync, mkdirSync, readdirSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {afterAll, describe, expect, it} from 'vitest'
-import {cleanupUnder, cli, docker, initWorkspace, makeWorkspace, removeWorkspace, run, sbx, TEST_ROOT} from './helpers.js'
+import {BIN, cleanupUnder, cli, docker, initWorkspace, makeWorkspace, removeWorkspace, run, sbx, TEST_ROOT} from './helpers.js'
 
 const created: string[] = []
 afterAll(async () => {
@@ -150,5 +150,21 @@ describe('usage', () => {
       expect(r.exitCode, argv.join(' ')).toBe(0)
       expect(r.stdout, argv.join(' ')).toMatch(/USAGE\s+\$ agent-sandbox /)
     }
+  })
+
+  // A reader that goes away (`agent-sandbox list | head -1`) ends the command as SIGPIPE would: 141, and not a word.
+  it('a closed stdout ends the command with 141 and nothing on stderr', async () => {
+    const {spawn} = await import('node:child_process')
+    const outcome = await new Promise<{code: number | null; stderr: string}>((resolve) => {
+      const child = spawn(BIN, ['config', '--json'], {stdio: ['ignore', 'pipe', 'pipe'], env: {...process.env, XDG_STATE_HOME: join(TEST_ROOT, 'state')}})
+      // Closed before the CLI (20 ms of node start-up at the least) writes anything.
+      child.stdout.destroy()
+      let stderr = ''
+      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
+      child.on('close', (code) => resolve({code, stderr}))
+    })
+    expect(outcome).toEqual({code: 141, stderr: ''})
+    // The control: with a reader, the same command succeeds.
+    expect((await cli(['config', '--json'])).exitCode).toBe(0)
   })
 })
