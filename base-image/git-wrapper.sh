@@ -68,6 +68,23 @@ set -euo pipefail
 
 REAL_GIT=${AGENT_SANDBOX_REAL_GIT:-/usr/bin/git}
 
+# The option and builtin tables below are git 2.47's. A git with other options
+# could take a spelling the tables do not know, so the image build runs
+# `git --agent-sandbox-check-version` (base-image/Dockerfile) and fails on any
+# other series: a custom --base-image with another git gets a build error, not
+# a wrapper that parses that git's command lines wrongly.
+TABLES_GIT_SERIES=2.47
+if [[ ${1-} == --agent-sandbox-check-version ]]; then
+  version=$("$REAL_GIT" --version 2>/dev/null) || version=''
+  if [[ $version =~ ^git\ version\ ([0-9]+\.[0-9]+)(\.|$) ]] && [[ ${BASH_REMATCH[1]} == "$TABLES_GIT_SERIES" ]]; then
+    printf 'git-wrapper: %s matches its option tables (git %s.x)\n' "$version" "$TABLES_GIT_SERIES"
+    exit 0
+  fi
+  printf "git-wrapper: error: the image's git is %s, but the git wrapper's option tables are git %s.x's: build FROM an image with git %s (debian:trixie-slim), or update the tables in base-image/git-wrapper.sh\n" \
+    "${version:-missing ($REAL_GIT)}" "$TABLES_GIT_SERIES" "$TABLES_GIT_SERIES" >&2
+  exit 1
+fi
+
 # Fast path, before the rest of this file is even parsed: a builtin that is
 # neither checked below nor runs hooks, reached through plain global options
 # only (any -c/--config-env, unknown option or config from the environment

@@ -11,7 +11,11 @@
  * is also the only place where errors become messages and exit codes.
  */
 import type {Engine} from '../lib/engine/index.js'
+import {InterruptedError} from '../lib/errors.js'
 import type {Reporter} from '../lib/reporter.js'
+import type {Context} from '../lib/sandbox/lifecycle.js'
+import {watchInterrupts, type Interrupts} from './interrupt.js'
+import {launchRefresher} from './refresher.js'
 import {flushOutput, makeReporter, redact, reportFailure, StdoutClosedError, writeStdout} from './output.js'
 import {Flags, type ArgSet, type ArgValues, type FlagSet, type FlagValues} from './params.js'
 import {parseCommandLine} from './parse.js'
@@ -49,6 +53,12 @@ export abstract class Command {
   static aliases: string[] = []
   /** Takes a command after `--`. */
   static takesCommand = false
+  /**
+   * Hands the library an AbortSignal that Ctrl-C, SIGTERM and SIGHUP abort
+   * (src/cli/interrupt.ts): for commands that make containers or stream a
+   * session, which then clean up. Other commands keep the signals' defaults.
+   */
+  static interruptible = false
 
   /**
    * Parse `argv`, run the command, and resolve to its exit code once its output
@@ -57,6 +67,7 @@ export abstract class Command {
    */
   static async run(this: CommandClass, argv: string[], oclifConfig?: unknown): Promise<number> {
     const command = new this()
+    if (this.interruptible) command.interrupts = watchInterrupts()
     let code: number
     try {
       const parsed = parseCommandLine(
@@ -65,7 +76,11 @@ export abstract class Command {
       )
       code = (await command.run(parsed as Input<{flags: FlagSet; args: ArgSet}>)) ?? 0
     } catch (error) {
-      code = error instanceof StdoutClosedError ? error.exitCode : reportFailure(error instanceof Error ? error : new Error(String(error)), command.secrets)
+      // Interrupted or cut off: silent, as a shell is; the exit code (128+n) says it.
+      if (error instanceof StdoutClosedError || error instanceof InterruptedError) code = error.exitCode
+      else code = reportFailure(error instanceof Error ? error : new Error(String(error)), command.secrets)
+    } finally {
+      command.interrupts?.dispose()
     }
     // The caller exits at once: what we wrote must reach a piped reader first.
     await flushOutput()
@@ -75,6 +90,8 @@ export abstract class Command {
 
   /** Values that must never be printed (tokens, secret env values). */
   protected readonly secrets: string[] = []
+  /** Set for interruptible commands while they run. */
+  protected interrupts?: Interrupts
   private enginePromise?: Promise<Engine>
   private reporterInstance?: Reporter
 
@@ -86,9 +103,16 @@ export abstract class Command {
     return this.enginePromise
   }
 
-  /** The library's context: the engine, progress on stderr. */
-  protected async context(flags: {engine?: string}): Promise<{engine: Engine; reporter: Reporter}> {
-    return {engine: await this.engine(flags), reporter: this.reporter}
+  /** The library's context: the engine, progress on stderr, and (interruptible commands) the abort signal. */
+  protected async context(flags: {engine?: string}): Promise<Context> {
+    const {interrupts} = this
+    return {
+      engine: await this.engine(flags),
+      reporter: this.reporter,
+      signal: interrupts?.signal,
+      foreground: interrupts && (() => interrupts.foreground()),
+      launchRefresher,
+    }
   }
 
   protected get reporter(): Reporter {

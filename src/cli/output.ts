@@ -82,6 +82,7 @@ export function makeReporter(secrets: () => readonly string[]): Reporter {
   const write = (line: string) => stdio('stderr').write(`${redact(line, secrets())}\n`)
   return {
     info: (message) => write(message),
+    output: (chunk) => stdio('stderr').write(chunk),
     warn: (message) => write(`warning: ${message}`),
     async step(label, work) {
       if (!stdio('stderr').isTTY || process.env.CI) {

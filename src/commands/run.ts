@@ -6,7 +6,7 @@ import {StreamRedactor} from '../cli/redact-stream.js'
 import {LimitsSchema, type NetworkMode} from '../lib/config/schema.js'
 import {ExitCode, UsageError} from '../lib/errors.js'
 import {parseDuration} from '../lib/sandbox/ephemeral.js'
-import {runOnce} from '../lib/sandbox/runner.js'
+import {runOneShot} from '../lib/sandbox/runner.js'
 import {resolveWorkspace} from '../lib/workspace.js'
 
 export default class Run extends Command {
@@ -18,6 +18,7 @@ export default class Run extends Command {
     '<%= config.bin %> run --env OPENAI_API_KEY --network firewall -- codex exec "fix the build"',
   ]
   static override takesCommand = true
+  static override interruptible = true
   static override args = {path: pathArg}
   static override flags = {
     'allow-host-network': allowHostNetworkFlag,
@@ -50,7 +51,7 @@ export default class Run extends Command {
     const ws = resolveWorkspace(args.path)
     let out: StreamRedactor | undefined
     let err: StreamRedactor | undefined
-    const result = await runOnce(await this.context(flags), ws, {
+    const result = await runOneShot(await this.context(flags), ws, {
       command,
       branch: flags.branch,
       network: flags.network as NetworkMode | undefined,

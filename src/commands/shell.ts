@@ -8,6 +8,7 @@ import {resolveWorkspace} from '../lib/workspace.js'
 export default class Shell extends Command {
   static override summary = 'Open an interactive login shell as node in the sandbox (the default command).'
   static override examples = ['<%= config.bin %>', '<%= config.bin %> shell ~/src/app', '<%= config.bin %> shell --branch feat']
+  static override interruptible = true
   static override args = {path: pathArg}
   static override flags = {
     'allow-host-network': allowHostNetworkFlag,
@@ -19,14 +20,13 @@ export default class Shell extends Command {
 
   async run({args, flags}: Input<typeof Shell>): Promise<number | void> {
     const ws = resolveWorkspace(args.path)
-    const engine = await this.engine(flags)
-    const code = await execInSandbox({engine, reporter: this.reporter}, ws, ['bash', '-l'], {
+    const code = await execInSandbox(await this.context(flags), ws, ['bash', '-l'], {
       branch: flags.branch,
       baseTag: flags['base-tag'],
       build: flags.build,
       network: flags.network as NetworkMode | undefined,
       allowHostNetwork: flags['allow-host-network'],
-      interactive: true,
+      attach: {tty: Boolean(process.stdin.isTTY && process.stdout.isTTY), term: process.env.TERM},
     })
     return code
   }

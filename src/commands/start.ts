@@ -2,12 +2,13 @@ import {Flags} from '../cli/params.js'
 import {Command, type Input} from '../cli/command.js'
 import {allowHostNetworkFlag, baseTagFlag, branchFlag, limitFlags, limitsFrom, networkFlag, pathArg} from '../cli/flags.js'
 import {startSandbox} from '../lib/sandbox/lifecycle.js'
-import {resolveWorkspace} from '../lib/workspace.js'
+import {Labels, resolveWorkspace} from '../lib/workspace.js'
 import type {NetworkMode} from '../lib/config/schema.js'
 
 export default class Start extends Command {
   static override summary = "Start the workspace's sandbox and wait until it is ready (firewall in place)."
   static override examples = ['<%= config.bin %> start', '<%= config.bin %> start ~/src/app --build', '<%= config.bin %> start --allow-domain api.example.com']
+  static override interruptible = true
   static override args = {path: pathArg}
   static override flags = {
     'allow-domain': Flags.string({description: 'also allow this domain (repeatable; *.example.com for subdomains)', multiple: true}),
@@ -22,8 +23,7 @@ export default class Start extends Command {
 
   async run({args, flags}: Input<typeof Start>): Promise<number | void> {
     const ws = resolveWorkspace(args.path)
-    const engine = await this.engine(flags)
-    const result = await startSandbox({engine, reporter: this.reporter}, ws, {
+    const result = await startSandbox(await this.context(flags), ws, {
       branch: flags.branch,
       baseTag: flags['base-tag'],
       build: flags.build,
@@ -32,7 +32,7 @@ export default class Start extends Command {
       allowHostNetwork: flags['allow-host-network'],
       flags: limitsFrom(flags) ? {limits: limitsFrom(flags)} : undefined,
     })
-    if (result.container.labels['dev.agent-sandbox.network'] === 'open') {
+    if (result.container.labels[Labels.network] === 'open') {
       this.reporter.warn('network mode "open": egress from this sandbox is NOT filtered')
     }
     if (flags.json) this.outJson({name: result.name, action: result.action, id: result.container.id, workdir: result.container.workdir})

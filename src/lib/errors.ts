@@ -102,3 +102,30 @@ export function isSandboxError(error: unknown): error is SandboxError {
 export function isTlsFailure(code: unknown): boolean {
   return typeof code === 'string' && /^ERR_(TLS|SSL)_|CERT|^UNABLE_TO_|SELF_SIGNED|^INVALID_CA$|^HOSTNAME_MISMATCH$|^PATH_LENGTH_EXCEEDED$|^INVALID_PURPOSE$/.test(code)
 }
+
+/**
+ * The command was interrupted (Ctrl-C, SIGTERM, SIGHUP, or its stdout's reader
+ * went away). The command layer aborts the library's AbortSignal with one of
+ * these as the reason; the library cleans up what it was making and rethrows
+ * it. Silent, as a shell is: the exit code (128+n) says what happened.
+ */
+export class InterruptedError extends SandboxError {
+  override readonly exitCode: number
+  readonly signal: string
+
+  constructor(signal: string, exitCode: number) {
+    super(`interrupted by ${signal}`)
+    this.signal = signal
+    this.exitCode = exitCode
+  }
+}
+
+/** Throw the reason an AbortSignal was aborted with (an InterruptedError from the command layer). */
+export function throwIfAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw abortReason(signal)
+}
+
+/** The reason as an error: the command layer's InterruptedError, or one made for a caller's own abort(). */
+export function abortReason(signal: AbortSignal): Error {
+  return signal.reason instanceof Error ? signal.reason : new InterruptedError('abort', ExitCode.interrupted)
+}

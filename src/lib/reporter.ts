@@ -7,10 +7,13 @@ export interface Reporter {
   warn(message: string): void
   /** Run `work` under a progress label (a spinner on a TTY, a line otherwise). */
   step<T>(label: string, work: () => Promise<T>): Promise<T>
+  /** Raw output of a subprocess the user watches (an image build's log). */
+  output(chunk: Buffer): void
 }
 
 export const silentReporter: Reporter = {
   info() {},
   warn() {},
   step: (_label, work) => work(),
+  output() {},
 }

@@ -5,7 +5,7 @@
 import {lstatSync, realpathSync, statSync} from 'node:fs'
 import {basename, join, resolve} from 'node:path'
 import {NotInitialisedError, UsageError} from './errors.js'
-import {md5Hex} from './util/hash.js'
+import {md5Hex as md5} from './util/hash.js'
 
 export const LABEL_PREFIX = 'dev.agent-sandbox'
 export const Labels = {
@@ -25,6 +25,15 @@ export const Labels = {
   hookConfig: `${LABEL_PREFIX}.hook-config`,
   /** On a gate container: the name of the sandbox it serves. */
   gateOf: `${LABEL_PREFIX}.gate-of`,
+  /** The sandbox's working directory inside, its network mode and its limits (JSON), for `list`. */
+  workdir: `${LABEL_PREFIX}.workdir`,
+  network: `${LABEL_PREFIX}.network`,
+  limits: `${LABEL_PREFIX}.limits`,
+  /** A digest of everything that shapes the container (specHash): a stopped sandbox whose spec changed is recreated. */
+  spec: `${LABEL_PREFIX}.spec`,
+  /** On images: what a no-op rebuild compares (build-key.ts), and the base image's tool versions (JSON). */
+  buildKey: `${LABEL_PREFIX}.build-key`,
+  versions: `${LABEL_PREFIX}.versions`,
 } as const
 
 export type SandboxMode = 'bind' | 'branch'
@@ -43,9 +52,8 @@ export interface Workspace {
   gid: number
 }
 
-export function md5(text: string): string {
-  return md5Hex(text)
-}
+/** The MD5 (hex) that names a workspace's containers. */
+export {md5}
 
 /** Lower-case [a-z0-9_.-], starting with an alphanumeric; never empty. */
 export function slug(text: string, max = 40): string {

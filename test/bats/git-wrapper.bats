@@ -757,3 +757,35 @@ host_rev() { real_git --git-dir="$TEST_TMP/host.git" rev-parse -q --verify "$1" 
   [[ $stderr != *"kept on the host"* ]] || fail "$stderr"
   assert_equal "$(host_rev refs/sandbox/diverged)" missing
 }
+
+# ------------------------------------------------------------ the build's git version check
+
+fake_git_version() {
+  printf '#!/bin/sh\necho "git version %s"\n' "$1" >"$TEST_TMP/fake-git"
+  chmod +x "$TEST_TMP/fake-git"
+}
+
+@test "version check: a git of the tables' series (2.47.x) passes" {
+  fake_git_version 2.47.3
+  AGENT_SANDBOX_REAL_GIT=$TEST_TMP/fake-git run git --agent-sandbox-check-version
+  assert_success
+  assert_output "git-wrapper: git version 2.47.3 matches its option tables (git 2.47.x)"
+}
+
+@test "version check: another series is one error line naming both versions and the fix" {
+  for v in 2.43.0 2.48.1 3.0.0 2.4 2.470.1; do
+    fake_git_version "$v"
+    AGENT_SANDBOX_REAL_GIT=$TEST_TMP/fake-git run --separate-stderr git --agent-sandbox-check-version
+    assert_failure
+    [ -z "$output" ]
+    [ "$(printf '%s\n' "$stderr" | wc -l)" -eq 1 ]
+    [[ $stderr == "git-wrapper: error: the image's git is git version $v, but the git wrapper's option tables are git 2.47.x's"* ]]
+    [[ $stderr == *"update the tables in base-image/git-wrapper.sh" ]]
+  done
+}
+
+@test "version check: a missing real git is an error too" {
+  AGENT_SANDBOX_REAL_GIT=$TEST_TMP/no-such-git run --separate-stderr git --agent-sandbox-check-version
+  assert_failure
+  [[ $stderr == *"the image's git is missing ($TEST_TMP/no-such-git)"* ]]
+}

@@ -68,6 +68,8 @@ describe('build-base', () => {
     expect(out).toContain('uid=1000(node)')
     // Build output streams to stderr; stdout holds only the result.
     expect(r.stderr).toMatch(/Step \d+\/\d+|#\d+ /)
+    // The build checked the image's git against the git wrapper's option tables.
+    expect(r.stderr).toMatch(/git-wrapper: git version 2\.47\.\d+ matches its option tables \(git 2\.47\.x\)/)
   })
 
   it('builds with pinned versions without asking the registry', async () => {

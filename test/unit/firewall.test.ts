@@ -15,7 +15,8 @@ import {
   validateDomains,
   type FirewallStatus,
 } from '../../src/lib/network/firewall.js'
-import {describeWorkspace, Names, type Workspace} from '../../src/lib/workspace.js'
+import {describeWorkspace, Labels, Names, type Workspace} from '../../src/lib/workspace.js'
+import {containerInfo, fakeEngine} from './fake-engine.js'
 
 /** `iptables -S` of a healthy sandbox, as init-firewall.sh loads it (Docker DNS upstream). */
 const RULES4 = [
@@ -259,9 +260,9 @@ describe('allowDomains', () => {
     writeFileSync(join(dir, '.agent-sandbox', 'Dockerfile'), 'FROM agent-sandbox-base:latest\n')
     writeFileSync(configPath(), '{\n    "network": "firewall",\n    "allowDomains": ["github.com"],\n    "env": {"A": "1"}\n}\n', {mode: 0o640})
     ws = describeWorkspace(dir)
-    inspect = vi.fn(async () => ({id: 'id1', running: true, status: 'running', labels: {'dev.agent-sandbox.network': 'firewall'}}))
-    exec = vi.fn(async (): Promise<ExecResult> => ({exitCode: 0, stdout: 'firewall-allow: added pypi.org\nfirewall-allow: github.com is already allowed\n', stderr: ''}))
-    engine = {containers: {inspect, exec}} as unknown as Engine
+    inspect = vi.fn(async (name: string) => containerInfo({name, id: 'id1', running: true, status: 'running', labels: {[Labels.network]: 'firewall'}}))
+    exec = vi.fn(async (_id: string, _cmd: string[]): Promise<ExecResult> => ({exitCode: 0, stdout: 'firewall-allow: added pypi.org\nfirewall-allow: github.com is already allowed\n', stderr: ''}))
+    engine = fakeEngine({containers: {inspect, exec}})
   })
   afterEach(() => rmSync(dir, {recursive: true, force: true}))
 

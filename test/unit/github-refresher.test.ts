@@ -11,6 +11,7 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi} from 'vitest'
 import type {Engine} from '../../src/lib/engine/index.js'
+import {containerInfo, fakeEngine} from './fake-engine.js'
 import {ConfigError} from '../../src/lib/errors.js'
 import {GithubAppError, mintInstallationToken, type AppConfig} from '../../src/lib/github/app.js'
 import {
@@ -113,24 +114,26 @@ describe('refreshTarget', () => {
   })
 })
 
-function fakeEngine(rows: Array<{name: string; state: string; labels?: Record<string, string>}>): Engine {
-  return {
+function engineWith(rows: Array<{name: string; state: string; labels?: Record<string, string>}>): Engine {
+  return fakeEngine({
     containers: {
       list: vi.fn(async (labels: Record<string, string>) =>
-        rows.filter((r) => Object.entries(labels).every(([k, v]) => r.labels?.[k] === v)).map((r) => ({id: r.name, image: 'i', status: r.state, labels: r.labels ?? {}, ...r})),
+        rows
+          .filter((r) => Object.entries(labels).every(([k, v]) => r.labels?.[k] === v))
+          .map((r) => ({id: r.name, name: r.name, image: 'i', state: r.state, status: r.state, labels: r.labels ?? {}})),
       ),
       inspect: vi.fn(async (name: string) => {
         const row = rows.find((r) => r.name === name)
-        return row ? ({name, running: row.state === 'running'} as never) : undefined
+        return row ? containerInfo({name, running: row.state === 'running', labels: row.labels ?? {}}) : undefined
       }),
     },
-  } as unknown as Engine
+  })
 }
 
 describe('runRefreshLoop', () => {
   it('per sandbox: refreshes when due and exits once its container is gone', async () => {
     const rows = [{name: 'sbx', state: 'running'}]
-    const engine = fakeEngine(rows)
+    const engine = engineWith(rows)
     await provisionToken('sbx', record, env, {mint: async () => ({token: 'ghs_0', expiresAt: new Date(Date.now() - 1000).toISOString()})})
     let n = 0
     const mint = vi.fn(async () => {
@@ -147,7 +150,7 @@ describe('runRefreshLoop', () => {
 
   it('daemon: serves running labelled sandboxes with an app.json, and stops on its signal', async () => {
     const label = {'dev.agent-sandbox.ghapp': '1'}
-    const engine = fakeEngine([
+    const engine = engineWith([
       {name: 'a', state: 'running', labels: label},
       {name: 'stopped', state: 'exited', labels: label},
       {name: 'unknown', state: 'running', labels: label},
@@ -178,7 +181,7 @@ describe('runRefreshLoop', () => {
   })
 
   it('keeps going when the engine fails for a pass', async () => {
-    const engine = fakeEngine([])
+    const engine = engineWith([])
     await provisionToken('sbx', record, env, {mint: async () => ({token: 'ghs_a', expiresAt: '2030-01-01T00:00:00Z'})})
     let calls = 0
     ;(engine.containers.inspect as ReturnType<typeof vi.fn>).mockImplementation(async () => {

@@ -1,5 +1,6 @@
 import {describe, expect, it, vi} from 'vitest'
-import type {ContainerSummary, Engine} from '../../src/lib/engine/index.js'
+import type {ContainerSummary} from '../../src/lib/engine/index.js'
+import {fakeEngine} from './fake-engine.js'
 import {byCodeUnits, formatSandboxTable, listSandboxes} from '../../src/lib/sandbox/listing.js'
 
 type Row = ContainerSummary
@@ -19,9 +20,9 @@ const row = (name: string, path: string, branch = '', labels: Record<string, str
   },
 })
 
-function engineListing(rows: Row[]): {engine: Engine; list: ReturnType<typeof vi.fn>} {
-  const list = vi.fn(async () => rows)
-  return {engine: {containers: {list}} as unknown as Engine, list}
+function engineListing(rows: Row[]) {
+  const list = vi.fn(async (_labels: Record<string, string>) => rows)
+  return {engine: fakeEngine({containers: {list}}), list}
 }
 
 describe('listSandboxes', () => {

@@ -1,5 +1,6 @@
 import {describe, expect, it} from 'vitest'
 import {CommandFailedError} from '../../src/lib/errors.js'
+import {endChildren, liveChildren} from '../../src/lib/util/children.js'
 import {run} from '../../src/lib/util/proc.js'
 
 describe('run', () => {
@@ -62,21 +63,29 @@ describe('run', () => {
     expect(r.signal).toBe('SIGKILL')
   })
 
-  it('streams output to stderr while capturing it', async () => {
+  it('hands each chunk of output to onOutput while capturing it', async () => {
     const written: string[] = []
-    const write = process.stderr.write.bind(process.stderr)
-    process.stderr.write = ((chunk: string | Uint8Array) => {
-      written.push(chunk.toString())
-      return true
-    }) as typeof process.stderr.write
-    try {
-      const r = await run('sh', ['-c', 'echo step-1; echo step-2 >&2'], {streamToStderr: true})
-      expect(r.stdout).toBe('step-1\n')
-      expect(written.join('')).toContain('step-1\n')
-      expect(written.join('')).toContain('step-2\n')
-    } finally {
-      process.stderr.write = write
-    }
+    const r = await run('sh', ['-c', 'echo step-1; echo step-2 >&2'], {onOutput: (chunk) => written.push(chunk.toString())})
+    expect(r.stdout).toBe('step-1\n')
+    expect(written.join('')).toContain('step-1\n')
+    expect(written.join('')).toContain('step-2\n')
+  })
+
+  it('ends the child when its signal is aborted, and registers it only while it runs', async () => {
+    const controller = new AbortController()
+    const running = run('sh', ['-c', 'exec sleep 30'], {signal: controller.signal, allowFailure: true})
+    await new Promise((r) => setTimeout(r, 100))
+    expect(liveChildren.size).toBe(1)
+    controller.abort()
+    expect(await running).toMatchObject({signal: 'SIGTERM', exitCode: 143})
+    expect(liveChildren.size).toBe(0)
+  })
+
+  it('endChildren ends every child still running (the command layer calls it at exit)', async () => {
+    const running = run('sh', ['-c', 'exec sleep 30'], {allowFailure: true})
+    await new Promise((r) => setTimeout(r, 100))
+    endChildren()
+    expect(await running).toMatchObject({signal: 'SIGTERM'})
   })
 })
 

@@ -11,7 +11,6 @@ import {
   parsePort,
   parseSize,
   secretValues,
-  shellQuote,
   specHash,
   toCreateOptions,
   toDockerRunArgs,
@@ -19,7 +18,7 @@ import {
   type SandboxSpec,
   type SpecOptions,
 } from '../../src/lib/sandbox/spec.js'
-import {Names, describeWorkspace, md5, sanitizeBranch} from '../../src/lib/workspace.js'
+import {Names, describeWorkspace, md5, quoteArg, sanitizeBranch} from '../../src/lib/workspace.js'
 
 const ws = describeWorkspace('/home/me/My Repo', 1000, 1001)
 const settings = (over: Partial<Settings> = {}): Settings => ({...structuredClone(DEFAULTS), ...over})
@@ -490,18 +489,18 @@ describe('SELinux relabelling', () => {
   })
 })
 
-describe('shellQuote', () => {
+describe('quoteArg', () => {
   const words = ['plain', 'with space', "it's", '"double"', '$(touch /tmp/pwned-by-test)', '`id`', '$HOME', 'naïve 日本語 🎉', 'a\nb', '', '-n', '*', 'back\\slash', "'", "''"]
 
   it('leaves safe words alone and quotes the rest', () => {
-    expect(shellQuote('abc-1.2/x=y:z,@%+')).toBe('abc-1.2/x=y:z,@%+')
-    expect(shellQuote('a b')).toBe("'a b'")
-    expect(shellQuote("it's")).toBe(`'it'\\''s'`)
-    expect(shellQuote('')).toBe("''")
+    expect(quoteArg('abc-1.2/x=y:z,@%+')).toBe('abc-1.2/x=y:z,@%+')
+    expect(quoteArg('a b')).toBe("'a b'")
+    expect(quoteArg("it's")).toBe(`'it'\\''s'`)
+    expect(quoteArg('')).toBe("''")
   })
 
   it('round-trips through sh', () => {
-    const script = words.map((w) => `printf '%s\\0' ${shellQuote(w)}`).join('; ')
+    const script = words.map((w) => `printf '%s\\0' ${quoteArg(w)}`).join('; ')
     const out = execFileSync('sh', ['-c', script], {encoding: 'utf8', cwd: '/'})
     expect(out.split('\0').slice(0, -1)).toEqual(words)
   })

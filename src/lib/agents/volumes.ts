@@ -18,7 +18,7 @@ import type {Engine} from '../engine/index.js'
 import {CommandFailedError, UsageError} from '../errors.js'
 import {ensureBaseImage} from '../images/build.js'
 import {silentReporter, type Reporter} from '../reporter.js'
-import {isInitialised} from '../sandbox/lifecycle.js'
+import {isInitialised} from '../workspace.js'
 import {Labels, Names, type Workspace} from '../workspace.js'
 
 export type Agent = 'codex' | 'claude'

@@ -56,7 +56,9 @@ export const GithubSchema = z
       .refine((p) => p.startsWith('/') || p.startsWith('~/'), 'must be an absolute path (or start with ~/)')
       .optional(),
     apiUrl: httpUrl.optional(),
+    /** Base URL for clones; default derived from apiUrl (api.github.com → github.com, GHES …/api/v3 → its host). */
     gitUrl: httpUrl.optional(),
+    /** Renew the token this long before it expires. */
     refreshMarginSeconds: z.number().int().min(1).max(3000).optional(),
   })
   .strict()
@@ -66,6 +68,7 @@ export const ConfigFileSchema = z
     $schema: z.string().optional(),
     baseTag: z.string().regex(/^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/, 'must be a valid image tag').optional(),
     protectedPaths: z.array(relPath).optional(),
+    /** Detect the repository's hook frameworks and mount their configuration read-only (src/lib/git/hook-config.ts). */
     protectHookConfig: z.boolean().optional(),
     env: z.record(envName, z.string()).optional(),
     secretEnv: z.array(envName).optional(),
@@ -75,7 +78,9 @@ export const ConfigFileSchema = z
     dockerNetwork: z.string().min(1).optional(),
     limits: LimitsSchema.optional(),
     sharedAgentConfig: z.boolean().optional(),
+    /** Relabel bind mounts for SELinux (`:z`): auto = when the engine's host enforces SELinux labels. */
     selinuxRelabel: z.enum(['auto', 'on', 'off']).optional(),
+    /** Branches the push gate never updates (globs), besides the host repository's default branch. */
     protectedBranches: z.array(branchGlob).optional(),
     github: GithubSchema.optional(),
     /** Only read from the user's own config file (load.ts refuses it elsewhere). */
@@ -92,34 +97,19 @@ export type ConfigFile = z.infer<typeof ConfigFileSchema>
  */
 export const DEFAULT_PROTECTED_PATHS = ['.husky', '.agent-sandbox', '.agent-precommit/user-context.json']
 
-export interface Settings {
-  baseTag: string
-  protectedPaths: string[]
-  /** Detect the repository's hook frameworks and mount their configuration read-only (src/lib/git/hook-config.ts). */
-  protectHookConfig: boolean
-  env: Record<string, string>
-  secretEnv: string[]
-  ports: string[]
-  allowDomains: string[]
-  network: NetworkMode
-  dockerNetwork: string
-  limits: {memory?: string; cpus?: number; pids?: number}
-  sharedAgentConfig: boolean
-  /** Relabel bind mounts for SELinux (`:z`): auto = when the engine's host enforces SELinux labels. */
-  selinuxRelabel: 'auto' | 'on' | 'off'
-  /** Branches the push gate never updates (globs); empty: the host repository's default branch. */
-  protectedBranches: string[]
+/**
+ * The settings after every layer is merged (load.ts): each key of the file
+ * format with its default filled in, so the type follows the schema. `$schema`
+ * and `trustedPaths` are the files' own business, not a sandbox's.
+ */
+export type Settings = Required<Omit<ConfigFile, '$schema' | 'trustedPaths' | 'limits' | 'github'>> & {
+  limits: z.infer<typeof LimitsSchema>
   github: GithubSettings
 }
 
-export interface GithubSettings {
-  appId?: number | string
-  installationId?: number
-  privateKeyPath?: string
+/** The GitHub App settings, with the API URL and the refresh margin defaulted. */
+export type GithubSettings = Omit<z.infer<typeof GithubSchema>, 'apiUrl' | 'refreshMarginSeconds'> & {
   apiUrl: string
-  /** Base URL for clones; default derived from apiUrl (api.github.com → github.com, GHES …/api/v3 → its host). */
-  gitUrl?: string
-  /** Renew the token this long before it expires. */
   refreshMarginSeconds: number
 }
 

@@ -4,7 +4,7 @@
  */
 import {existsSync, statSync} from 'node:fs'
 import {delimiter, join} from 'node:path'
-import type {RunOptions, RunResult} from '../util/proc.js'
+import type {ProcOptions, ProcResult} from '../util/proc.js'
 import {EngineApi} from './api.js'
 import {classifyEngineError} from './connect.js'
 import {isTlsFailure} from '../errors.js'
@@ -24,7 +24,7 @@ export type {Endpoint} from './endpoint.js'
 /** Runs the engine's own CLI (docker or podman) against the same endpoint. */
 export interface EngineCli {
   readonly binary: string
-  run(args: readonly string[], options?: RunOptions): Promise<RunResult>
+  run(args: readonly string[], options?: ProcOptions): Promise<ProcResult>
 }
 
 export interface Engine {
@@ -269,7 +269,7 @@ class ProcessCli implements EngineCli {
     private readonly pinned: boolean,
   ) {}
 
-  async run(args: readonly string[], options: RunOptions = {}): Promise<RunResult> {
+  async run(args: readonly string[], options: ProcOptions = {}): Promise<ProcResult> {
     const {binary, argv} = helperRunArgs(this.binary, args, args[0] === 'run' ? await this.userns() : undefined, this.pinned)
     const hostEnv = binary.endsWith('podman') ? {CONTAINER_HOST: this.endpoint.dockerHost} : {DOCKER_HOST: this.endpoint.dockerHost}
     // Loaded here: node:child_process is not needed by the commands that only call the API.

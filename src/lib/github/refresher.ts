@@ -2,17 +2,15 @@
  * Keeping installation tokens fresh. One loop serves both forms:
  *  - `agent-sandbox token-daemon`: every running sandbox labelled
  *    dev.agent-sandbox.ghapp=1 (skipping those with their own refresher);
- *  - the per-sandbox refresher `start` spawns (detached, `token-daemon
+ *  - the per-sandbox refresher `start` launches (detached, `token-daemon
  *    --container NAME`) when no daemon runs; it exits once its container is
  *    gone or stopped.
  * A token is renewed `refreshMarginSeconds` before it expires. A failure is
  * recorded in status.json and retried with backoff; the last token stays in
  * place until a new one replaces it.
  */
-import {spawn} from 'node:child_process'
 import {closeSync, existsSync, openSync, rmSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
-import {packageRoot} from '../util/assets.js'
 import type {Engine} from '../engine/index.js'
 import {SandboxError} from '../errors.js'
 import {Labels} from '../workspace.js'
@@ -150,25 +148,26 @@ export function refresherFor(name: string, env: NodeJS.ProcessEnv): RefresherKin
 }
 
 /**
- * Make sure someone refreshes `name`'s token: a running daemon or this
- * sandbox's own refresher; otherwise spawn one, detached, logging to
- * refresher.log. Returns who does it.
+ * Starts a detached `token-daemon --container NAME` with its output on `log`
+ * (a file descriptor) in `cwd`; returns its pid. The caller supplies it (the
+ * command layer: src/cli/refresher.ts), so that the library never starts the CLI.
  */
-export function ensureRefresher(name: string, env: NodeJS.ProcessEnv): RefresherKind | 'spawned' {
+export type RefresherLauncher = (name: string, io: {log: number; cwd: string; env: NodeJS.ProcessEnv}) => number | undefined
+
+/**
+ * Make sure someone refreshes `name`'s token: a running daemon or this
+ * sandbox's own refresher; otherwise launch one, logging to refresher.log.
+ * Returns who does it ('none' when nobody does and there is no launcher).
+ */
+export function ensureRefresher(name: string, env: NodeJS.ProcessEnv, launch: RefresherLauncher | undefined): RefresherKind | 'spawned' {
   const who = refresherFor(name, env)
-  if (who !== 'none') return who
+  if (who !== 'none' || !launch) return who
   const paths = tokenPaths(name, env)
   ensurePrivateDir(paths.dir)
   const log = openSync(paths.log, 'a', 0o600)
   try {
-    const child = spawn(process.execPath, [join(packageRoot, 'bin', 'run.cjs'), 'token-daemon', '--container', name], {
-      detached: true,
-      stdio: ['ignore', log, log],
-      env,
-      cwd: paths.dir,
-    })
-    child.unref()
-    if (child.pid) writeFileSync(paths.pid, `${child.pid}\n`, {mode: 0o600})
+    const pid = launch(name, {log, cwd: paths.dir, env})
+    if (pid) writeFileSync(paths.pid, `${pid}\n`, {mode: 0o600})
   } finally {
     closeSync(log)
   }

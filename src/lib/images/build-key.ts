@@ -15,8 +15,6 @@ import {createHash} from 'node:crypto'
 import {lstatSync, readFileSync, readdirSync, readlinkSync} from 'node:fs'
 import {join} from 'node:path'
 
-export const BUILD_KEY_LABEL = 'dev.agent-sandbox.build-key'
-
 export interface ContextEntry {
   path: string
   kind: 'file' | 'dir' | 'link'

@@ -8,7 +8,7 @@ import {join} from 'node:path'
 import {baseImageDir} from '../util/assets.js'
 import {loadSettings} from '../config/load.js'
 import {assertBuildTrusted} from '../config/trust.js'
-import {BUILD_KEY_LABEL, buildKey, externalImages, readBuildContext} from './build-key.js'
+import {buildKey, externalImages, readBuildContext} from './build-key.js'
 import type {Engine} from '../engine/index.js'
 import {BuildError, CommandFailedError, ImageMissingError, UsageError} from '../errors.js'
 import {run} from '../util/proc.js'
@@ -159,20 +159,20 @@ export async function buildBase(engine: Engine, options: BuildBaseOptions): Prom
     for (const tool of Object.keys(TOOLS) as Tool[]) args.push('--build-arg', `${TOOLS[tool].arg}=${versions[tool]}`)
     args.push('--build-arg', `GIT_DELTA_VERSION=${options.gitDeltaVersion}`)
     args.push('--label', `${Labels.managed}=true`, '--label', `${Labels.kind}=base`)
-    args.push('--label', `dev.agent-sandbox.versions=${JSON.stringify({...versions, gitDelta: options.gitDeltaVersion})}`)
+    args.push('--label', `${Labels.versions}=${JSON.stringify({...versions, gitDelta: options.gitDeltaVersion})}`)
     args.push(context)
-    await streamBuild(engine, args, image)
+    await streamBuild(engine, args, image, reporter)
     return {image, versions: {...versions, gitDelta: options.gitDeltaVersion}, caCertificates: certs.length}
   } finally {
     rmSync(context, {recursive: true, force: true})
   }
 }
 
-/** Run a build with its output streamed to stderr; a failure carries the engine's own message. */
-async function streamBuild(engine: Engine, args: string[], image: string): Promise<void> {
+/** Run a build with its output streamed to the reporter; a failure carries the engine's own message. */
+async function streamBuild(engine: Engine, args: string[], image: string, reporter: Reporter): Promise<void> {
   // --force-rm: the classic builder otherwise leaves the failed step's container behind.
   const [verb, ...rest] = args
-  const result = await engine.cli.run([verb, '--force-rm', ...rest], {streamToStderr: true, allowFailure: true, env: {DOCKER_CLI_HINTS: 'false'}})
+  const result = await engine.cli.run([verb, '--force-rm', ...rest], {onOutput: (chunk) => reporter.output(chunk), allowFailure: true, env: {DOCKER_CLI_HINTS: 'false'}})
   if (result.exitCode !== 0) {
     const lines = `${result.stdout}\n${result.stderr}`.split('\n').map((l) => l.trim())
     const reason =
@@ -268,14 +268,14 @@ export async function buildRepoImage(engine: Engine, ws: Workspace, options: Bui
   ]
   const key = await currentBuildKey(engine, dir, args, buildArgs, {[Names.baseImage(options.baseTag)]: baseId})
   if (options.noCache) args.push('--no-cache')
-  else if (key && (await engine.images.inspect(image))?.labels[BUILD_KEY_LABEL] === key) {
+  else if (key && (await engine.images.inspect(image))?.labels[Labels.buildKey] === key) {
     reporter.info(`${image} is up to date: nothing it is built from has changed (--no-cache rebuilds it)`)
     return image
   }
-  if (key) args.push('--label', `${BUILD_KEY_LABEL}=${key}`)
+  if (key) args.push('--label', `${Labels.buildKey}=${key}`)
   // The Dockerfile is found in the context by its default name: some docker
   // CLI versions parse --file as CSV, which breaks on paths with quotes.
   args.push(dir)
-  await streamBuild(engine, args, image)
+  await streamBuild(engine, args, image, reporter)
   return image
 }

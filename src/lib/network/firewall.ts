@@ -12,7 +12,8 @@ import {parseConfigText, workspaceConfigPath} from '../config/load.js'
 import {carryConfigApproval} from '../config/trust.js'
 import type {ContainerInfo} from '../engine/index.js'
 import {ConfigError, NotReadyError, SandboxError, UsageError} from '../errors.js'
-import {quoteArg, requireInitialised, type Context} from '../sandbox/lifecycle.js'
+import type {Context} from '../sandbox/lifecycle.js'
+import {quoteArg, requireInitialised} from '../workspace.js'
 import {SANDBOX_EXEC, SANDBOX_USER, workspaceMountPath} from '../sandbox/spec.js'
 import {Labels, Names, type Workspace} from '../workspace.js'
 import {parseHookConfigLabel} from '../git/hook-config.js'
@@ -48,7 +49,7 @@ export async function requireRunning(ctx: Context, ws: Workspace, branch?: strin
 }
 
 function networkOf(info: ContainerInfo): NetworkMode {
-  const label = info.labels['dev.agent-sandbox.network']
+  const label = info.labels[Labels.network]
   return label === 'none' || label === 'open' ? label : 'firewall'
 }
 

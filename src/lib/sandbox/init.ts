@@ -17,7 +17,8 @@ import {buildRepoImage, ensureBaseImage} from '../images/build.js'
 import {silentReporter, type Reporter} from '../reporter.js'
 import {Labels, resolveWorkspace, type Workspace} from '../workspace.js'
 import {giveTo} from '../git/protected.js'
-import {removeSandbox, quoteArg} from './lifecycle.js'
+import {removeSandbox} from './lifecycle.js'
+import {quoteArg} from '../workspace.js'
 
 export interface InitOptions {
   force?: boolean

@@ -6,7 +6,7 @@ import type {ConfigFile, NetworkMode, Settings} from '../config/schema.js'
 import {loadSettings} from '../config/load.js'
 import type {ContainerInfo, Engine} from '../engine/index.js'
 import {isNameInUse} from '../engine/containers.js'
-import {EngineError, NotInitialisedError, NotReadyError, SandboxError, UsageError} from '../errors.js'
+import {abortReason, EngineError, NotInitialisedError, NotReadyError, SandboxError, throwIfAborted, UsageError} from '../errors.js'
 import {hostGitIdentity} from '../git/identity.js'
 import {buildRepoImage} from '../images/build.js'
 import {withLock} from '../util/lock.js'
@@ -18,12 +18,21 @@ import {silentReporter, type Reporter} from '../reporter.js'
 import {buildGateSpec, buildSpec, checkDockerNetwork, SANDBOX_EXEC, STATE_DIR, toCreateOptions, type SandboxSpec} from './spec.js'
 import {Labels, Names, quoteArg, requireInitialised, sanitizeBranch, type Workspace} from '../workspace.js'
 import {planGhapp, type GhappPlan} from '../github/plan.js'
-import {ensureRefresher, provisionToken, removeAppToken} from '../github/refresher.js'
+import {ensureRefresher, provisionToken, removeAppToken, type RefresherLauncher} from '../github/refresher.js'
 
 export interface Context {
   engine: Engine
   reporter?: Reporter
   env?: NodeJS.ProcessEnv
+  /**
+   * Aborted when the caller gives up (the command layer: Ctrl-C, SIGTERM). Work
+   * that makes containers removes what it made, then throws the signal's reason.
+   */
+  signal?: AbortSignal
+  /** Called when a child process takes over the terminal (an interactive shell); returns the function that gives it back. */
+  foreground?: () => () => void
+  /** Starts a sandbox's GitHub App token refresher when no daemon runs (the CLI's `token-daemon`); without it, none is started. */
+  launchRefresher?: RefresherLauncher
 }
 
 export interface SandboxOptions {
@@ -44,8 +53,6 @@ export interface SandboxOptions {
   /** Allow dockerNetwork `host` (with network `open` only): --allow-host-network. */
   allowHostNetwork?: boolean
 }
-
-export {isInitialised, quoteArg, requireInitialised} from '../workspace.js'
 
 export interface PreparedSandbox {
   spec: SandboxSpec
@@ -146,7 +153,7 @@ export async function startSandbox(ctx: Context, ws: Workspace, options: Sandbox
             reporter.warn(`${name} was started by an older agent-sandbox, in which the agent can write the host's .git; restart it: agent-sandbox stop && agent-sandbox start`)
           }
           if (existing.labels[Labels.git] === 'gate') await ensureGate(ctx, ws, existing, options)
-          if (existing.labels[Labels.ghapp] === '1') ensureRefresher(name, ctx.env ?? process.env)
+          if (existing.labels[Labels.ghapp] === '1') ensureRefresher(name, ctx.env ?? process.env, ctx.launchRefresher)
           return {name, action: 'running' as const, container: existing}
         }
         // The host detached a protected mount (mount-watch.ts): a restart mounts it again (and makes the gate anew).
@@ -166,11 +173,11 @@ export async function startSandbox(ctx: Context, ws: Workspace, options: Sandbox
       // The first token is minted here, so git works as soon as the sandbox is up; a refresher keeps it fresh.
       if (ghapp) await reporter.step('Getting a GitHub App installation token', () => provisionToken(ghapp.name, ghapp.record, ctx.env ?? process.env))
       const keepFresh = <T>(result: T): T => {
-        if (ghapp) ensureRefresher(ghapp.name, ctx.env ?? process.env)
+        if (ghapp) ensureRefresher(ghapp.name, ctx.env ?? process.env, ctx.launchRefresher)
         return result
       }
       if (existing) {
-        if (existing.labels['dev.agent-sandbox.spec'] === prepared.spec.labels['dev.agent-sandbox.spec']) {
+        if (existing.labels[Labels.spec] === prepared.spec.labels[Labels.spec]) {
           // A protected path removed on the host since: the engine would create its mount point as root.
           createPlaceholders(ws.path, prepared.placeholders, ws)
           await reporter.step(`Starting ${name}`, () => ctx.engine.containers.start(existing.id))
@@ -222,46 +229,47 @@ async function createAndStart(ctx: Context, ws: Workspace, prepared: PreparedSan
   }
   await ensureVolumes(ctx, ws, spec)
   createPlaceholders(ws.path, prepared.placeholders, ws)
+  throwIfAborted(ctx.signal)
   let id: string | undefined
   let creating: Promise<string> | undefined
   let starting: Promise<void> | undefined
   let gating: Promise<void> | undefined
-  const abort = () => {
-    // Ctrl-C while creating: remove the half-made containers (the gate first); the next start recreates them.
-    // A create or start still in flight is waited for first: Podman, with the request abandoned or the
-    // container removed while it starts, can keep the name taken by a container it no longer knows.
-    void (async () => {
-      const created = id ?? (await creating?.catch(() => undefined))
-      // The gate joins the sandbox's namespaces: removing the sandbox under a gate being made
-      // leaves Podman with a container it no longer knows.
-      await Promise.all([starting?.catch(() => undefined), gating?.catch(() => undefined)])
-      if (prepared.gate) await removeGate(ctx, prepared.gate.name).catch(() => undefined)
-      if (created) await ctx.engine.containers.remove(created, {force: true}).catch(() => undefined)
-    })().finally(() => process.exit(130))
-  }
-  process.once('SIGINT', abort)
   try {
-    id = await reporter.step(`Creating ${spec.name}`, () => (creating = createContainer(ctx, spec)))
-    await (starting = ctx.engine.containers.start(id))
+    id = await untilAborted(ctx.signal, reporter.step(`Creating ${spec.name}`, () => (creating = createContainer(ctx, spec))))
+    await untilAborted(ctx.signal, (starting = ctx.engine.containers.start(id)))
     const created = id
     const {gate} = prepared
     // The gate joins the sandbox's network namespace, so it starts once the sandbox has one.
-    const [container] = await reporter.step('Waiting for the firewall and set-up', () =>
-      Promise.all([waitReady(ctx, {id: created, name: spec.name}), gate ? (gating = startGate(ctx, gate)) : undefined]),
+    const [container] = await untilAborted(
+      ctx.signal,
+      reporter.step('Waiting for the firewall and set-up', () =>
+        Promise.all([waitReady(ctx, {id: created, name: spec.name}), gate ? (gating = startGate(ctx, gate)) : undefined]),
+      ),
     )
     if (gate) await checkGate(ctx, gate.name)
     return {name: spec.name, action: 'created', container}
   } catch (error) {
+    // Never leave it half-made: remove the gate, then the sandbox; the next start recreates them.
+    // An interrupted create, start or gate is waited for first: Podman, with the request abandoned
+    // or the container removed while it starts, can keep the name taken by a container it no longer
+    // knows, and the gate joins the sandbox's namespaces.
+    const created = id ?? (await creating?.catch(() => undefined))
+    await Promise.all([starting?.catch(() => undefined), gating?.catch(() => undefined)])
     if (prepared.gate) await removeGate(ctx, prepared.gate.name).catch(() => undefined)
-    if (id) {
-      const state = await ctx.engine.containers.inspect(id).catch(() => undefined)
-      // Keep a container that exists but failed set-up only long enough to read why; never leave it half-made.
-      if (state) await ctx.engine.containers.remove(id, {force: true}).catch(() => undefined)
-    }
+    if (created) await ctx.engine.containers.remove(created, {force: true}).catch(() => undefined)
     throw error
-  } finally {
-    process.removeListener('SIGINT', abort)
   }
+}
+
+/** `work`, or the signal's reason as soon as it is aborted (work still in flight goes on; the caller waits for it). */
+export function untilAborted<T>(signal: AbortSignal | undefined, work: Promise<T>): Promise<T> {
+  if (!signal) return work
+  throwIfAborted(signal)
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(abortReason(signal))
+    signal.addEventListener('abort', onAbort, {once: true})
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort))
+  })
 }
 
 /**

@@ -36,13 +36,13 @@ export async function listSandboxes(ctx: {engine: Engine; env?: NodeJS.ProcessEn
       path: row.labels[Labels.workspace] ?? '',
       mode: row.labels[Labels.mode] ?? 'bind',
       branch: row.labels[Labels.branch] ?? '',
-      workdir: row.labels['dev.agent-sandbox.workdir'] ?? '',
+      workdir: row.labels[Labels.workdir] ?? '',
       status: row.status,
       running: row.state === 'running',
       image: row.image,
-      network: row.labels['dev.agent-sandbox.network'] ?? '',
+      network: row.labels[Labels.network] ?? '',
       volumes: (row.labels[`${Labels.volume}s`] ?? '').split(',').filter(Boolean),
-      limits: safeJson(row.labels['dev.agent-sandbox.limits']),
+      limits: safeJson(row.labels[Labels.limits]),
       github: github && row.labels[Labels.ghapp] === '1' ? github.githubRowStatus(row.name, row.state === 'running', ctx.env ?? process.env) : null,
     }))
     .sort((a, b) => byCodeUnits(a.path, b.path) || byCodeUnits(a.branch, b.branch))

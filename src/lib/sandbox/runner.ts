@@ -10,7 +10,7 @@ import {createEphemeral, type Limits} from './ephemeral.js'
 import type {Context} from './lifecycle.js'
 import type {Workspace} from '../workspace.js'
 
-export interface RunOptions {
+export interface OneShotOptions {
   command: string[]
   branch?: string
   baseTag?: string
@@ -26,7 +26,7 @@ export interface RunOptions {
   onCreated?: (info: {name: string; secrets: string[]}) => void
 }
 
-export interface RunResult {
+export interface OneShotResult {
   name: string
   exitCode: number
   timedOut: boolean
@@ -44,7 +44,7 @@ const SETUP_MARKER = /^agent-sandbox: (.+)$/m
 const OOM_MARKER = /^agent-sandbox: out of memory: \d+ process/m
 const PIDS_MARKER = /^agent-sandbox: pids limit reached: (\d+) forks? refused/m
 
-export async function runOnce(ctx: Context, ws: Workspace, options: RunOptions): Promise<RunResult> {
+export async function runOneShot(ctx: Context, ws: Workspace, options: OneShotOptions): Promise<OneShotResult> {
   const created = await createEphemeral(ctx, ws, {
     kind: 'run',
     branch: options.branch,
@@ -61,11 +61,12 @@ export async function runOnce(ctx: Context, ws: Workspace, options: RunOptions):
   let timedOut = false
   let atPidsLimit = false
   let timer: NodeJS.Timeout | undefined
+  // Interrupted (Ctrl-C): kill the command; its exit code is passed through as usual.
   const interrupt = () => {
-    void engine.containers.kill(created.id)
+    void engine.containers.kill(created.id).catch(() => undefined)
   }
-  process.once('SIGINT', interrupt)
-  process.once('SIGTERM', interrupt)
+  if (ctx.signal?.aborted) interrupt()
+  ctx.signal?.addEventListener('abort', interrupt, {once: true})
   try {
     const {ended} = await engine.containers.attach(created.id, {
       onStdout: (c) => options.onStdout?.(c),
@@ -111,8 +112,7 @@ export async function runOnce(ctx: Context, ws: Workspace, options: RunOptions):
     }
   } finally {
     if (timer) clearTimeout(timer)
-    process.removeListener('SIGINT', interrupt)
-    process.removeListener('SIGTERM', interrupt)
+    ctx.signal?.removeEventListener('abort', interrupt)
     if (!options.keep) await engine.containers.remove(created.id, {force: true}).catch(() => undefined)
   }
 }

@@ -5,13 +5,21 @@
  * sandbox-exec inside, so nothing runs before the firewall is ready.
  */
 import type {NetworkMode} from '../config/schema.js'
-import {ConflictError, NotReadyError} from '../errors.js'
+import {ConflictError, NotReadyError, throwIfAborted} from '../errors.js'
 import {compromisedReason, SANDBOX_EXEC_REFUSED} from '../git/mount-watch.js'
 import type {Context} from './lifecycle.js'
 import {SANDBOX_EXEC, SANDBOX_USER} from './spec.js'
-import {Names, type Workspace} from '../workspace.js'
+import {Labels, Names, type Workspace} from '../workspace.js'
 import {isNotRunning} from '../engine/containers.js'
-import {flushStdio} from '../util/stdio.js'
+import type {Readable, Writable} from 'node:stream'
+
+/** The streams a non-interactive session reads and writes (the command layer gives its own). */
+export interface SessionIo {
+  /** `bytesRead` (a net.Socket's, or a tty's): tells whether a refused exec used any input. */
+  stdin: Readable & {bytesRead?: number}
+  stdout: Writable
+  stderr: Writable
+}
 
 export interface SessionOptions {
   branch?: string
@@ -20,7 +28,12 @@ export interface SessionOptions {
   network?: NetworkMode
   /** --allow-host-network, for a sandbox this session has to create. */
   allowHostNetwork?: boolean
-  interactive: boolean
+  /**
+   * Interactive: the engine CLI runs the command on our terminal, with a TTY
+   * when `tty` is set (the caller's stdin and stdout are terminals) and TERM.
+   * Otherwise the command reads and writes `io`.
+   */
+  attach: {tty: boolean; term?: string} | {io: SessionIo}
 }
 
 /** Build the `docker exec` argv. Pure. */
@@ -33,11 +46,11 @@ export function execArgs(name: string, command: string[], options: {tty: boolean
   return args
 }
 
-export async function ensureRunning(ctx: Context, ws: Workspace, options: Omit<SessionOptions, 'interactive'>): Promise<string> {
+export async function ensureRunning(ctx: Context, ws: Workspace, options: Omit<SessionOptions, 'attach'>): Promise<string> {
   const name = Names.container(ws, options.branch)
   const info = await ctx.engine.containers.inspect(name)
   if (info?.running) {
-    const current = info.labels['dev.agent-sandbox.network']
+    const current = info.labels[Labels.network]
     if (options.network && current && current !== options.network) {
       throw new ConflictError(`${name} is running with network mode "${current}", not "${options.network}"`, {
         hint: 'stop it first (agent-sandbox stop), then start again with the new --network',
@@ -58,6 +71,7 @@ export async function ensureRunning(ctx: Context, ws: Workspace, options: Omit<S
  * engine CLI, which owns the terminal (raw mode, resizes, signals).
  */
 export async function execInSandbox(ctx: Context, ws: Workspace, command: string[], options: SessionOptions): Promise<number> {
+  const bytesRead = () => ('io' in options.attach ? (options.attach.io.stdin.bytesRead ?? 0) : 0)
   const stdinRead = bytesRead()
   const code = await execOnce(ctx, ws, command, options)
   if (code !== SANDBOX_EXEC_REFUSED) return code
@@ -77,81 +91,49 @@ export async function execInSandbox(ctx: Context, ws: Workspace, command: string
 /** sandbox-exec refuses a compromised sandbox without a message (the CLI gives its own); unset before CMD runs. */
 const QUIET_REFUSAL = 'AGENT_SANDBOX_QUIET_REFUSAL=compromised'
 
-/** How much of our stdin has been read (a pipe, file or terminal), to tell whether a refused exec used any of it. */
-function bytesRead(): number {
-  return (process.stdin as {bytesRead?: number}).bytesRead ?? 0
-}
-
 async function execOnce(ctx: Context, ws: Workspace, command: string[], options: SessionOptions): Promise<number> {
-  if (!options.interactive && options.network === undefined) {
+  const {attach} = options
+  if ('io' in attach && options.network === undefined) {
     // A warm exec is the common case: go straight to the sandbox, and start it
     // only when the engine says it is missing or not running (nothing has run then).
-    const code = await execStreaming(ctx, Names.container(ws, options.branch), command).catch((error: unknown) => {
+    const code = await execStreaming(ctx, Names.container(ws, options.branch), command, attach.io).catch((error: unknown) => {
       if (isNotRunning(error)) return undefined
       throw error
     })
     if (code !== undefined) return code
   }
   const name = await ensureRunning(ctx, ws, options)
-  if (!options.interactive) return execStreaming(ctx, name, command)
-  const tty = Boolean(process.stdin.isTTY && process.stdout.isTTY)
+  if ('io' in attach) return execStreaming(ctx, name, command, attach.io)
   const env: Record<string, string> = {AGENT_SANDBOX_QUIET_REFUSAL: 'compromised'}
-  if (tty && process.env.TERM) env.TERM = process.env.TERM
+  if (attach.tty && attach.term) env.TERM = attach.term
   // The child owns the terminal now: Ctrl-C is for it, not for us.
-  const ignore = () => {}
-  process.on('SIGINT', ignore)
-  process.on('SIGQUIT', ignore)
+  const release = ctx.foreground?.()
   try {
-    const result = await ctx.engine.cli.run(execArgs(name, command, {tty, env}), {inherit: true, allowFailure: true})
+    const result = await ctx.engine.cli.run(execArgs(name, command, {tty: attach.tty, env}), {inherit: true, allowFailure: true, signal: ctx.signal})
     return result.exitCode
   } finally {
-    process.removeListener('SIGINT', ignore)
-    process.removeListener('SIGQUIT', ignore)
+    release?.()
   }
 }
-
-const SIGNAL_EXIT: Record<string, number> = {SIGHUP: 129, SIGINT: 130, SIGTERM: 143}
 
 /**
  * A non-interactive exec over the API, as `docker exec --interactive` does it:
  * stdin piped in (end of input passed on), stdout and stderr kept apart and
- * written as they come, the process's exit code. A signal to us (Ctrl-C) ends
- * the session with 128+n, as it ends the docker CLI; like there, the process in
- * the sandbox is not signalled.
+ * written as they come, the process's exit code. An abort (Ctrl-C) ends the
+ * session with the signal's reason, as it ends the docker CLI; like there, the
+ * process in the sandbox is not signalled.
  */
-async function execStreaming(ctx: Context, name: string, command: string[]): Promise<number> {
-  const abort = new AbortController()
-  let ended = 0
-  const end = (code: number) => {
-    ended ||= code
-    abort.abort()
-  }
-  const handlers = Object.entries(SIGNAL_EXIT).map(([signal, code]) => {
-    const handler = () => end(code)
-    process.on(signal, handler)
-    return () => process.removeListener(signal, handler)
+async function execStreaming(ctx: Context, name: string, command: string[], io: SessionIo): Promise<number> {
+  const result = await ctx.engine.containers.exec(name, [SANDBOX_EXEC, ...command], {
+    user: SANDBOX_USER,
+    // Refused in a compromised sandbox: say nothing, execInSandbox restarts it and says why.
+    env: [QUIET_REFUSAL],
+    stdin: io.stdin,
+    collect: false,
+    signal: ctx.signal,
+    stdout: io.stdout,
+    stderr: io.stderr,
   })
-  // A reader that goes away (`exec -- yes | head -1`) ends the session as SIGPIPE would end the docker CLI.
-  const onPipeError = (error: NodeJS.ErrnoException) => end(error.code === 'EPIPE' ? 128 + 13 : 1)
-  process.stdout.on('error', onPipeError)
-  process.stderr.on('error', onPipeError)
-  try {
-    const result = await ctx.engine.containers.exec(name, [SANDBOX_EXEC, ...command], {
-      user: SANDBOX_USER,
-      // Refused in a compromised sandbox: say nothing, execInSandbox restarts it and says why.
-      env: [QUIET_REFUSAL],
-      stdin: process.stdin,
-      collect: false,
-      signal: abort.signal,
-      stdout: process.stdout,
-      stderr: process.stderr,
-    })
-    // Everything written must reach the reader before the caller exits.
-    await flushStdio()
-    return ended || result.exitCode
-  } finally {
-    for (const remove of handlers) remove()
-    process.stdout.removeListener('error', onPipeError)
-    process.stderr.removeListener('error', onPipeError)
-  }
+  throwIfAborted(ctx.signal)
+  return result.exitCode
 }

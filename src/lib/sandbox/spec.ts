@@ -4,11 +4,10 @@
  * argv (toDockerRunArgs). Both come from the same SandboxSpec, so they agree.
  */
 import type {ContainerCreateOptions} from 'dockerode'
-import {createHash} from 'node:crypto'
 import {posix} from 'node:path'
 import type {NetworkMode, Settings} from '../config/schema.js'
 import {MIN_CPUS, MIN_MEMORY_BYTES, parseSize} from '../config/limits.js'
-import {Labels, Names, sanitizeBranch, workspaceLabels, type Workspace} from '../workspace.js'
+import {Labels, md5, Names, quoteArg, sanitizeBranch, workspaceLabels, type Workspace} from '../workspace.js'
 import type {MountSpec} from '../engine/types.js'
 import {UsageError} from '../errors.js'
 
@@ -303,9 +302,9 @@ export function buildSpec(ws: Workspace, settings: Settings, options: SpecOption
       .filter((m) => m.type === 'volume')
       .map((m) => m.source)
       .join(','),
-    'dev.agent-sandbox.workdir': workdir,
-    'dev.agent-sandbox.network': network,
-    'dev.agent-sandbox.limits': JSON.stringify(settings.limits),
+    [Labels.workdir]: workdir,
+    [Labels.network]: network,
+    [Labels.limits]: JSON.stringify(settings.limits),
     ...(options.ghapp ? {[Labels.ghapp]: '1'} : {}),
     [Labels.git]: ownGit === 'volume' || branchMode ? 'gate' : ownGit === 'tmpfs' ? 'throwaway' : 'protected',
     ...options.labels,
@@ -328,7 +327,7 @@ export function buildSpec(ws: Workspace, settings: Settings, options: SpecOption
     ...(options.userns ? {userns: options.userns} : {}),
     cmd: options.cmd,
   }
-  spec.labels['dev.agent-sandbox.spec'] = specHash(spec)
+  spec.labels[Labels.spec] = specHash(spec)
   return spec
 }
 
@@ -376,7 +375,7 @@ export function buildGateSpec(ws: Workspace, sandbox: SandboxSpec, settings: Set
     entrypoint: [GATE_ENTRYPOINT],
     readOnlyRootfs: true,
   }
-  spec.labels['dev.agent-sandbox.spec'] = specHash(spec)
+  spec.labels[Labels.spec] = specHash(spec)
   return spec
 }
 
@@ -386,14 +385,10 @@ export function specHash(spec: SandboxSpec): string {
   const stable = {
     ...rest,
     env: spec.env.map((e) => `${e.name}=${e.secret ? '<secret>' : e.value}`),
-    labels: Object.fromEntries(Object.entries(labels).filter(([k]) => k !== 'dev.agent-sandbox.spec')),
+    labels: Object.fromEntries(Object.entries(labels).filter(([k]) => k !== Labels.spec)),
   }
   // md5 is only a change detector here
-  return createHashHex(JSON.stringify(stable)).slice(0, 12)
-}
-
-function createHashHex(text: string): string {
-  return createHash('md5').update(text).digest('hex')
+  return md5(JSON.stringify(stable)).slice(0, 12)
 }
 
 export function toCreateOptions(spec: SandboxSpec): ContainerCreateOptions {
@@ -444,12 +439,6 @@ export function bindString(m: MountSpec): string {
   return `${m.source}:${m.target}:${[...(m.readOnly ? ['ro'] : []), m.relabel === 'private' ? 'Z' : 'z'].join(',')}`
 }
 
-/** Quote for a POSIX shell: safe for spaces, quotes, `$(…)` and unicode. */
-export function shellQuote(word: string): string {
-  if (/^[A-Za-z0-9_@%+=:,./-]+$/.test(word)) return word
-  return `'${word.replaceAll("'", `'\\''`)}'`
-}
-
 /** A --mount field value, CSV-quoted when it holds a comma or a quote. */
 function mountField(key: string, value: string): string {
   const field = `${key}=${value}`
@@ -497,9 +486,9 @@ export function toDockerRunArgs(spec: SandboxSpec): string[] {
  * that go with it (the push gate) follow it.
  */
 export function toShellCommand(spec: SandboxSpec, placeholders: Array<{path: string; kind: 'file' | 'dir'}> = [], companions: SandboxSpec[] = []): string {
-  const prep = placeholders.map((p) => (p.kind === 'dir' ? `mkdir -p -- ${shellQuote(p.path)}` : `touch -- ${shellQuote(p.path)}`))
+  const prep = placeholders.map((p) => (p.kind === 'dir' ? `mkdir -p -- ${quoteArg(p.path)}` : `touch -- ${quoteArg(p.path)}`))
   // Only podman's CLI knows keep-id (the docker CLI refuses it).
-  const run = (s: SandboxSpec) => [s.userns ? 'podman' : 'docker', ...toDockerRunArgs(s)].map(shellQuote).join(' ')
+  const run = (s: SandboxSpec) => [s.userns ? 'podman' : 'docker', ...toDockerRunArgs(s)].map(quoteArg).join(' ')
   return [...prep, run(spec), ...companions.map(run)].join(' && ')
 }
 

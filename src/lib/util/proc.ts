@@ -2,27 +2,30 @@
  * The one subprocess wrapper (docker CLI, host git, npm), on node:child_process
  * (execa cost more start-up time than the rest of a warm `exec`; see
  * docs/PERFORMANCE.md). Failures carry the command, the exit code and stderr.
- * Children still running when this process exits, or is ended by SIGTERM or
- * SIGHUP, are ended with it.
+ * Running children are registered (children.ts), so that the command layer ends
+ * them when it exits; an aborted signal ends a child at once.
  */
 import {spawn, type ChildProcess, type StdioOptions} from 'node:child_process'
 import {constants} from 'node:os'
 import {CommandFailedError} from '../errors.js'
+import {liveChildren} from './children.js'
 
-export interface RunOptions {
+export interface ProcOptions {
   cwd?: string
   env?: Record<string, string | undefined>
   input?: string
   /** Inherit the terminal (interactive shells, streamed builds). */
   inherit?: boolean
-  /** Stream stdout/stderr to our stderr while capturing them (builds). */
-  streamToStderr?: boolean
+  /** Each chunk of stdout and stderr as it comes, while capturing them (streamed builds). */
+  onOutput?: (chunk: Buffer) => void
   /** Do not throw on a non-zero exit. */
   allowFailure?: boolean
   timeoutMs?: number
+  /** Ends the child (SIGTERM) when aborted. */
+  signal?: AbortSignal
 }
 
-export interface RunResult {
+export interface ProcResult {
   exitCode: number
   stdout: string
   stderr: string
@@ -32,31 +35,6 @@ export interface RunResult {
 /** After a timeout's SIGTERM, SIGKILL follows this much later. */
 const FORCE_KILL_AFTER_MS = 2000
 
-const live = new Set<ChildProcess>()
-let hooked = false
-
-function endChildren(): void {
-  for (const child of live) child.kill('SIGTERM')
-}
-
-/** Like execa's clean-up: our children do not outlive us. */
-function hookExit(): void {
-  if (hooked) return
-  hooked = true
-  process.on('exit', endChildren)
-  for (const signal of ['SIGTERM', 'SIGHUP'] as const) {
-    const onSignal = () => {
-      endChildren()
-      // Keep the default behaviour (die by the signal) unless someone else handles it.
-      if (process.listenerCount(signal) === 1) {
-        process.removeListener(signal, onSignal)
-        process.kill(process.pid, signal)
-      }
-    }
-    process.on(signal, onSignal)
-  }
-}
-
 interface Outcome {
   code: number | null
   signal: NodeJS.Signals | null
@@ -65,7 +43,7 @@ interface Outcome {
   stderr: string
 }
 
-function spawnAndWait(command: string, args: readonly string[], options: RunOptions): Promise<Outcome> {
+function spawnAndWait(command: string, args: readonly string[], options: ProcOptions): Promise<Outcome> {
   const out = options.inherit ? 'inherit' : 'pipe'
   const stdin = options.input !== undefined ? 'pipe' : options.inherit ? 'inherit' : 'ignore'
   const stdio: StdioOptions = [stdin, out, out]
@@ -77,13 +55,15 @@ function spawnAndWait(command: string, args: readonly string[], options: RunOpti
     const done = (outcome: Omit<Outcome, 'stdout' | 'stderr'>) => {
       if (settled) return
       settled = true
-      live.delete(child)
+      liveChildren.delete(child)
+      options.signal?.removeEventListener('abort', onAbort)
       clearTimeout(timer)
       clearTimeout(killer)
       resolve({...outcome, stdout: Buffer.concat(stdout).toString('utf8'), stderr: Buffer.concat(stderr).toString('utf8')})
     }
     let timer: NodeJS.Timeout | undefined
     let killer: NodeJS.Timeout | undefined
+    const onAbort = () => child.kill('SIGTERM')
     try {
       child = spawn(command, args, {cwd: options.cwd, env: {...process.env, ...options.env}, stdio})
     } catch (error) {
@@ -91,15 +71,16 @@ function spawnAndWait(command: string, args: readonly string[], options: RunOpti
       resolve({code: null, signal: null, error: error as NodeJS.ErrnoException, stdout: '', stderr: ''})
       return
     }
-    live.add(child)
-    hookExit()
+    liveChildren.add(child)
+    if (options.signal?.aborted) onAbort()
+    options.signal?.addEventListener('abort', onAbort, {once: true})
     child.stdout?.on('data', (chunk: Buffer) => {
       stdout.push(chunk)
-      if (options.streamToStderr) process.stderr.write(chunk)
+      options.onOutput?.(chunk)
     })
     child.stderr?.on('data', (chunk: Buffer) => {
       stderr.push(chunk)
-      if (options.streamToStderr) process.stderr.write(chunk)
+      options.onOutput?.(chunk)
     })
     if (child.stdin) {
       child.stdin.on('error', () => undefined) // the child may exit without reading its input
@@ -120,7 +101,7 @@ function spawnAndWait(command: string, args: readonly string[], options: RunOpti
   })
 }
 
-export async function run(command: string, args: readonly string[], options: RunOptions = {}): Promise<RunResult> {
+export async function run(command: string, args: readonly string[], options: ProcOptions = {}): Promise<ProcResult> {
   const result = await spawnAndWait(command, args, options)
   if (result.error) {
     // The binary could not be started at all (ENOENT, EACCES).
@@ -130,7 +111,7 @@ export async function run(command: string, args: readonly string[], options: Run
       hint: code === 'ENOENT' ? `install ${command}, or put it on PATH` : undefined,
     })
   }
-  const out: RunResult = {
+  const out: ProcResult = {
     exitCode: result.code ?? (result.signal ? signalExitCode(result.signal) : 1),
     stdout: result.stdout,
     stderr: result.stderr,
