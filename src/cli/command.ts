@@ -13,7 +13,7 @@
 import type {Engine} from '../lib/engine/index.js'
 import {InterruptedError} from '../lib/errors.js'
 import type {Reporter} from '../lib/reporter.js'
-import type {Context} from '../lib/sandbox/lifecycle.js'
+import type {Context} from '../lib/context.js'
 import {watchInterrupts, type Interrupts} from './interrupt.js'
 import {launchRefresher} from './refresher.js'
 import {flushOutput, makeReporter, redact, reportFailure, StdoutClosedError, writeStdout} from './output.js'

@@ -24,8 +24,8 @@ export default class BuildBase extends Command {
 
   async run({flags}: Input<typeof BuildBase>): Promise<number | void> {
     const defaults = defaultToolVersions()
-    const engine = await this.engine(flags)
-    const result = await buildBase(engine, {
+    const ctx = await this.context(flags)
+    const result = await buildBase(ctx, {
       tag: flags.tag,
       baseImage: flags['base-image'],
       versions: {
@@ -35,7 +35,6 @@ export default class BuildBase extends Command {
       },
       gitDeltaVersion: flags['git-delta-version'] ?? defaults.gitDelta,
       caCertPaths: [...caCertPathsFromEnv(process.env), ...(flags['ca-cert'] ?? [])],
-      reporter: this.reporter,
     })
     if (flags.json) this.outJson(result)
     else this.out(`${result.image} (claude-code ${result.versions.claudeCode}, codex ${result.versions.codex}, ast-grep ${result.versions.astGrep}, git-delta ${result.versions.gitDelta})`)

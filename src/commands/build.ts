@@ -19,8 +19,8 @@ export default class Build extends Command {
   async run({args, flags}: Input<typeof Build>): Promise<number | void> {
     const ws = resolveWorkspace(args.path)
     const baseTag = workspaceBaseTag(ws, flags['base-tag'])
-    const engine = await this.engine(flags)
-    const image = await buildRepoImage(engine, ws, {baseTag, noCache: flags['no-cache'], reporter: this.reporter})
+    const ctx = await this.context(flags)
+    const image = await buildRepoImage(ctx, ws, {baseTag, noCache: flags['no-cache']})
     if (flags.json) this.outJson({image, baseTag})
     else this.out(image)
   }

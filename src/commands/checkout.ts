@@ -17,8 +17,8 @@ export default class Checkout extends Command {
 
   async run({args, flags}: Input<typeof Checkout>): Promise<number | void> {
     const ws = resolveWorkspace(args.path)
-    const engine = await this.engine(flags)
-    const result = await provisionBranch(engine, ws, args.branch, {baseTag: flags['base-tag'], reporter: this.reporter})
+    const ctx = await this.context(flags)
+    const result = await provisionBranch(ctx, ws, args.branch, {baseTag: flags['base-tag']})
     if (flags.json) return this.outJson(result)
     this.out(describeCheckout(result))
   }

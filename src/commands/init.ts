@@ -36,16 +36,16 @@ export default class Init extends Command {
       const ok = await confirm(`Remove the sandbox containers and ${ws.path}/.agent-sandbox, then re-create them?`)
       if (!ok) return 1
     }
-    const engine = await this.engine(flags)
-    const result = await initWorkspace(engine, ws, {force: flags.force, baseTag: settings.baseTag, reporter: this.reporter})
+    const ctx = await this.context(flags)
+    const result = await initWorkspace(ctx, ws, {force: flags.force, baseTag: settings.baseTag})
     this.out(`initialised ${result.dir}; image ${result.image}`)
   }
 
   private async initClone(repo: string, path: string | undefined, flags: {'base-tag'?: string; engine?: string}): Promise<void> {
     const target = resolve(path ?? parseRepoSlug(repo).repo)
     const {settings} = loadSettings({workspacePath: undefined, flags: flags['base-tag'] ? {baseTag: flags['base-tag']} : undefined})
-    const engine = await this.engine(flags)
-    const result = await initFromClone(engine, repo, target, {baseTag: settings.baseTag, github: settings.github, reporter: this.reporter})
+    const ctx = await this.context(flags)
+    const result = await initFromClone(ctx, repo, target, {baseTag: settings.baseTag, github: settings.github})
     if (!result.shipped) return this.out(`cloned ${repo} into ${result.path}; initialised ${result.dir}; image ${result.image}`)
     const where = quoteArg(result.path)
     for (const change of result.refused) this.reporter.warn(`the repository's config.json sets ${change.key} (${change.summary}): refused until you trust it`)

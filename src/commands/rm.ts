@@ -27,10 +27,10 @@ export default class Rm extends Command {
       if (!isInteractive()) throw new UsageError('--volumes deletes shell history and the repo-shelf of this workspace', {hint: 'add --yes to confirm'})
       if (!(await confirm(`Delete the history and repo-shelf volumes of ${ws.path}?`))) return 1
     }
-    const engine = await this.engine(flags)
+    const ctx = await this.context(flags)
     // Check the worktree first: if work would be lost, nothing is removed at all.
-    const worktree = flags.worktree && flags.branch !== undefined ? await removeWorktree(engine, ws, flags.branch, {force: flags.force, reporter: this.reporter}) : undefined
-    const result = await removeSandbox({engine}, ws, {branch: flags.branch, volumes: flags.volumes})
+    const worktree = flags.worktree && flags.branch !== undefined ? await removeWorktree(ctx, ws, flags.branch, {force: flags.force}) : undefined
+    const result = await removeSandbox(ctx, ws, {branch: flags.branch, volumes: flags.volumes})
     if (flags.json) return this.outJson({name: Names.container(ws, flags.branch), ...result, worktree: worktree?.worktree})
     if (worktree) this.out(`worktree of ${flags.branch} ${worktree.worktree}`)
     this.out(result.container === 'removed' ? `${Names.container(ws, flags.branch)} removed` : `no sandbox ${Names.container(ws, flags.branch)}`)

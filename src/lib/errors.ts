@@ -129,3 +129,14 @@ export function throwIfAborted(signal: AbortSignal | undefined): void {
 export function abortReason(signal: AbortSignal): Error {
   return signal.reason instanceof Error ? signal.reason : new InterruptedError('abort', ExitCode.interrupted)
 }
+
+/** `work`, or the signal's reason as soon as it is aborted (work still in flight goes on; the caller waits for it). */
+export function untilAborted<T>(signal: AbortSignal | undefined, work: Promise<T>): Promise<T> {
+  if (!signal) return work
+  throwIfAborted(signal)
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(abortReason(signal))
+    signal.addEventListener('abort', onAbort, {once: true})
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort))
+  })
+}

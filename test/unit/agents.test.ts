@@ -14,10 +14,11 @@ import {
   readHostCredentials,
   renderInstructions,
   seedFiles,
-  tarArchive,
+
 } from '../../src/lib/agents/volumes.js'
 import {UsageError} from '../../src/lib/errors.js'
 import {describeWorkspace, Labels} from '../../src/lib/workspace.js'
+import {tarArchive} from '../../src/lib/util/tar.js'
 
 const ws = describeWorkspace('/home/me/src/app', 1234, 1234)
 const tmp = mkdtempSync(join(tmpdir(), 'agents-unit-'))

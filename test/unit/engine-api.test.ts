@@ -8,7 +8,7 @@ import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {EngineApi, EngineApiError, demultiplex, queryString} from '../../src/lib/engine/api.js'
 import {ApiContainers, isNameInUse, isNotFound} from '../../src/lib/engine/containers.js'
 import {ApiVolumes} from '../../src/lib/engine/volumes.js'
-import {SandboxError} from '../../src/lib/errors.js'
+import {EngineError, SandboxError} from '../../src/lib/errors.js'
 
 function frame(stream: 1 | 2, text: string): Buffer {
   const body = Buffer.from(text, 'utf8')
@@ -52,6 +52,8 @@ beforeAll(async () => {
     const text = await body(req)
     seen.push({method: req.method ?? '', url: req.url ?? '', body: text})
     const url = req.url ?? ''
+    if (url === '/hang') return
+    if (url === '/slow') return void setTimeout(() => json(res, 200, {late: true}), 600)
     if (url === '/containers/missing/json') return json(res, 404, {message: 'No such container: missing'})
     if (url === '/containers/box/json') return json(res, 200, {Id: 'abc', Name: '/box', Config: {Image: 'img', Labels: {a: 'b'}}, Image: 'sha', State: {Running: true, Status: 'running'}, HostConfig: {}, Mounts: []})
     if (url.startsWith('/containers/json')) return json(res, 200, [{Id: 'abc', Names: ['/box'], Image: 'img', State: 'running', Status: 'Up', Labels: null}])
@@ -131,11 +133,25 @@ describe('EngineApi', () => {
     expect(isNameInUse(new EngineApiError('(HTTP code 500) something else', 500))).toBe(false)
   })
 
-  it('keeps the errno code of a connection failure, without a statusCode', async () => {
+  it('classifies a connection failure where the call is made: one EngineError, its errno kept as the cause', async () => {
     const gone = new EngineApi({kind: 'socket', socketPath: join(dir, 'nothing.sock'), dockerHost: 'unix:///x'})
-    const error = (await gone.json('GET', '/_ping').catch((e: unknown) => e)) as {code?: string; statusCode?: number}
-    expect(error.code).toBe('ENOENT')
-    expect(error.statusCode).toBeUndefined()
+    const error = await gone.json('GET', '/_ping').catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(EngineError)
+    expect((error as EngineError).kind).toBe('socket-not-found')
+    expect((error as EngineError).exitCode).toBe(3)
+    expect(((error as Error).cause as {code?: string}).code).toBe('ENOENT')
+  })
+
+  it('times out a call the engine never answers, and leaves a call without a limit (wait) alone', async () => {
+    const started = Date.now()
+    const error = await api()
+      .json('GET', '/hang', {timeoutMs: 300})
+      .catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(EngineError)
+    expect((error as Error).message).toBe('the container engine did not answer GET /hang within 0.3 s')
+    expect(Date.now() - started).toBeLessThan(5_000)
+    // The control: the same call without a limit gets the answer that comes after 0.6 s.
+    expect(await api().json('GET', '/slow', {timeoutMs: 0})).toEqual({late: true})
   })
 })
 

@@ -1,5 +1,7 @@
 import {describe, expect, it} from 'vitest'
-import {helperRunArgs, isPodmanPing, rootlessPodmanInfo} from '../../src/lib/engine/index.js'
+import {isPodmanPing, rootlessPodmanInfo} from '../../src/lib/engine/index.js'
+import {buildHelperSpec, toCreateOptions} from '../../src/lib/sandbox/spec.js'
+import {Labels} from '../../src/lib/workspace.js'
 import {droppedLimits} from '../../src/lib/sandbox/lifecycle.js'
 
 describe('rootless Podman detection', () => {
@@ -17,16 +19,30 @@ describe('rootless Podman detection', () => {
   })
 })
 
-describe('helperRunArgs', () => {
-  const args = ['run', '--rm', '--name', 'x', 'img', 'sh']
-  it('leaves everything alone without a user namespace, and anything but run', () => {
-    expect(helperRunArgs('docker', args, undefined, false)).toEqual({binary: 'docker', argv: args})
-    expect(helperRunArgs('docker', ['build', '.'], 'keep-id', false)).toEqual({binary: 'docker', argv: ['build', '.']})
-  })
-
-  it('runs helpers in keep-id through podman (the docker CLI refuses it), unless a CLI is pinned', () => {
-    expect(helperRunArgs('docker', args, 'keep-id', false)).toEqual({binary: 'podman', argv: ['run', '--userns', 'keep-id', ...args.slice(1)]})
-    expect(helperRunArgs('/opt/my-podman', args, 'keep-id', true)).toEqual({binary: '/opt/my-podman', argv: ['run', '--userns', 'keep-id', ...args.slice(1)]})
+describe('buildHelperSpec', () => {
+  it('makes helpers root with the given capabilities only, no new privileges, and the engine\'s user namespace (keep-id on rootless Podman)', () => {
+    const spec = buildHelperSpec({
+      kind: 'provision',
+      name: 'h',
+      baseTag: 'latest',
+      network: 'none',
+      capAdd: ['CHOWN'],
+      mounts: [{type: 'volume', source: 'v', target: '/t', readOnly: false}],
+      entrypoint: ['/usr/local/sbin/provision-shelf'],
+      cmd: ['a'],
+      userns: 'keep-id',
+    })
+    const create = toCreateOptions(spec)
+    expect(create).toMatchObject({
+      name: 'h',
+      Image: 'agent-sandbox-base:latest',
+      User: '0:0',
+      Entrypoint: ['/usr/local/sbin/provision-shelf'],
+      Cmd: ['a'],
+      Labels: {[Labels.managed]: 'true', [Labels.kind]: 'provision'},
+      HostConfig: {CapDrop: ['ALL'], CapAdd: ['CHOWN'], SecurityOpt: ['no-new-privileges'], NetworkMode: 'none', UsernsMode: 'keep-id', Privileged: false},
+    })
+    expect(toCreateOptions({...spec, userns: undefined}).HostConfig).not.toHaveProperty('UsernsMode')
   })
 })
 

@@ -20,6 +20,10 @@ import {ensureBaseImage} from '../images/build.js'
 import {silentReporter, type Reporter} from '../reporter.js'
 import {isInitialised} from '../workspace.js'
 import {Labels, Names, type Workspace} from '../workspace.js'
+import {HELPER_INPUT, runHelper} from '../sandbox/helper.js'
+import {buildHelperSpec} from '../sandbox/spec.js'
+import {tarArchive} from '../util/tar.js'
+import type {Context} from '../context.js'
 
 export type Agent = 'codex' | 'claude'
 
@@ -192,33 +196,6 @@ export function readHostCredentials(agent: Agent, volume: string, env: NodeJS.Pr
 // ---------------------------------------------------------------------------
 // The helper container
 
-/** A minimal POSIX ustar archive of regular files (names under 100 bytes). */
-export function tarArchive(files: Array<{name: string; content: Buffer}>): Buffer {
-  const blocks: Buffer[] = []
-  for (const file of files) {
-    if (Buffer.byteLength(file.name) >= 100 || file.name.includes('/')) throw new Error(`bad archive member name: ${file.name}`)
-    const header = Buffer.alloc(512)
-    const octal = (value: number, length: number) => value.toString(8).padStart(length - 1, '0') + '\0'
-    header.write(file.name, 0, 100, 'utf8')
-    header.write(octal(0o600, 8), 100, 8, 'ascii')
-    header.write(octal(0, 8), 108, 8, 'ascii')
-    header.write(octal(0, 8), 116, 8, 'ascii')
-    header.write(octal(file.content.length, 12), 124, 12, 'ascii')
-    header.write(octal(0, 12), 136, 12, 'ascii')
-    header.write('        ', 148, 8, 'ascii')
-    header.write('0', 156, 1, 'ascii')
-    header.write('ustar\0', 257, 6, 'ascii')
-    header.write('00', 263, 2, 'ascii')
-    let sum = 0
-    for (const byte of header) sum += byte
-    header.write(`${sum.toString(8).padStart(6, '0')}\0 `, 148, 8, 'ascii')
-    blocks.push(header, file.content)
-    const pad = (512 - (file.content.length % 512)) % 512
-    if (pad) blocks.push(Buffer.alloc(pad))
-  }
-  blocks.push(Buffer.alloc(1024))
-  return Buffer.concat(blocks)
-}
 
 /** The helper's script (see its header for the protocol). */
 export function helperScript(): string {
@@ -258,38 +235,34 @@ export interface HelperOptions {
 
 /**
  * Run the helper container against the volume (created first, with the
- * labels `start` would give it). The container is removed even on failure.
+ * labels `start` would give it). The container is removed even on failure (runHelper).
  */
-export async function runVolumeHelper(engine: Engine, options: HelperOptions): Promise<HelperResult> {
+export async function runVolumeHelper(ctx: Context, options: HelperOptions): Promise<HelperResult> {
+  const {engine} = ctx
   const {volume, ops} = options
   await ensureBaseImage(engine, options.baseTag)
   await engine.volumes.ensure(volume.name, volume.labels)
-  const name = `agent-sandbox-helper-${randomBytes(6).toString('hex')}`
-  const labels = {[Labels.managed]: 'true', [Labels.kind]: 'helper', ...(volume.shared ? {} : {[Labels.workspace]: volume.labels[Labels.workspace]})}
   const archive = tarArchive(ops.flatMap((o) => (o.op === 'remove' ? [] : [{name: o.name, content: o.content}])))
-  const args = [
-    'run', '--rm', '--interactive', '--name', name,
-    ...Object.entries(labels).flatMap(([k, v]) => ['--label', `${k}=${v}`]),
-    '--network', 'none',
-    '--user', '0:0',
-    '--cap-drop', 'ALL', '--cap-add', 'CHOWN', '--cap-add', 'DAC_OVERRIDE', '--cap-add', 'FOWNER',
-    '--security-opt', 'no-new-privileges',
-    '--mount', `type=volume,source=${volume.name},target=/target`,
-    '--entrypoint', '/bin/bash',
-    Names.baseImage(options.baseTag),
-    '-c', helperScript(), 'volume-helper', ...helperArgs(ops),
-  ]
-  try {
-    const result = await engine.cli.run(args, {input: archive.toString('base64'), allowFailure: true, timeoutMs: 120_000})
-    if (result.exitCode !== 0) {
-      throw new CommandFailedError(`updating volume ${volume.name}`, result.exitCode, result.stderr, {
-        hint: `check the volume with: docker volume inspect ${volume.name}`,
-      })
-    }
-    return parseHelperOutput(result.stdout)
-  } finally {
-    await engine.containers.remove(name, {force: true}).catch(() => undefined)
+  const spec = buildHelperSpec({
+    kind: 'helper',
+    name: `agent-sandbox-helper-${randomBytes(6).toString('hex')}`,
+    baseTag: options.baseTag,
+    labels: volume.shared ? {} : {[Labels.workspace]: volume.labels[Labels.workspace]},
+    network: 'none',
+    capAdd: ['CHOWN', 'DAC_OVERRIDE', 'FOWNER'],
+    mounts: [{type: 'volume', source: volume.name, target: '/target', readOnly: false}],
+    // The script reads the archive (base64) on its stdin: the file runHelper puts in.
+    entrypoint: ['/bin/bash', '-c', `exec <${HELPER_INPUT}\n${helperScript()}`, 'volume-helper'],
+    cmd: helperArgs(ops),
+    userns: await engine.userns(),
+  })
+  const result = await runHelper(ctx, spec, {input: Buffer.from(archive.toString('base64')), timeoutMs: 120_000})
+  if (result.exitCode !== 0) {
+    throw new CommandFailedError(`updating volume ${volume.name}`, result.exitCode, result.stderr, {
+      hint: `check the volume with: docker volume inspect ${volume.name}`,
+    })
   }
+  return parseHelperOutput(result.stdout)
 }
 
 // ---------------------------------------------------------------------------
@@ -328,7 +301,7 @@ export async function initAgentConfig(ctx: AgentContext, agent: Agent, ws: Works
   const seeds = seedFiles(agent, {volume: volume.name, shared: volume.shared})
   const ops = initOps(agent, seeds, imported, options.force ?? false)
   const result = await reporter.step(`Writing ${AGENT_TITLE[agent]} config to ${volume.name}`, () =>
-    runVolumeHelper(ctx.engine, {volume, baseTag: baseTagFor(ws, volume, env), ops}),
+    runVolumeHelper(ctx, {volume, baseTag: baseTagFor(ws, volume, env), ops}),
   )
   const sources = new Map(imported.map((f) => [f.name, f.source]))
   return {
@@ -349,7 +322,7 @@ export async function codexLogout(ctx: AgentContext, ws: Workspace): Promise<Age
   if (!(await ctx.engine.volumes.inspect(volume.name))) {
     return {agent: 'codex', volume: volume.name, shared: volume.shared, owner: {uid: -1, gid: -1}, files: logoutOps().map((o) => ({name: o.name, action: 'absent'}))}
   }
-  const result = await runVolumeHelper(ctx.engine, {volume, baseTag: baseTagFor(ws, volume, env), ops: logoutOps()})
+  const result = await runVolumeHelper(ctx, {volume, baseTag: baseTagFor(ws, volume, env), ops: logoutOps()})
   return {agent: 'codex', volume: volume.name, shared: volume.shared, owner: result.owner, files: result.files}
 }
 

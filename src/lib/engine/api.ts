@@ -3,9 +3,13 @@
  * tcp/http(s), and ssh:// through `ssh … docker system dial-stdio` (ssh.ts), as
  * the docker CLI does. Loading dockerode (with its gRPC, protobuf and SSH
  * dependencies) cost more than a whole warm `exec`, so the CLI speaks the
- * handful of calls it needs itself (docs/PERFORMANCE.md). An HTTP error status
- * is `statusCode` (with the engine's message), a connection failure keeps its
- * errno `code`, so that classifyEngineError treats both alike.
+ * handful of calls it needs itself (docs/PERFORMANCE.md).
+ *
+ * The one place where engine failures are classified and timed: an HTTP error
+ * status is an EngineApiError with `statusCode` and the engine's message (the
+ * resource clients read 404s, 409s and 304s from it); a failure to reach the
+ * engine, or one cut off mid-stream, is a classified EngineError (connect.ts,
+ * exit 3); a call that gets no answer within ENGINE_TIMEOUT_MS is one too.
  */
 import {Agent, request, type ClientRequest, type IncomingMessage, type OutgoingHttpHeaders, type RequestOptions} from 'node:http'
 import {readFileSync} from 'node:fs'
@@ -14,6 +18,8 @@ import type {Endpoint} from './endpoint.js'
 import {lazyImport} from '../util/lazy-import.js'
 import {extraTrust} from '../util/tls.js'
 import {SshAgent} from './ssh.js'
+import {classifyEngineError, isConnectionError} from './connect.js'
+import {EngineError} from '../errors.js'
 
 export class EngineApiError extends Error {
   override name = 'EngineApiError'
@@ -30,9 +36,19 @@ export type Query = Record<string, string | number | boolean | undefined>
 
 export interface CallOptions {
   query?: Query
+  /** A JSON body, or raw bytes of a type (a tar archive). */
   body?: unknown
+  raw?: {type: string; data: Buffer}
+  /**
+   * How long the engine may take to answer (for a JSON call: the whole body);
+   * 0 for calls that last as long as a process (`wait`). Streams are timed
+   * until their response starts only.
+   */
+  timeoutMs?: number
 }
 
+/** No engine call of ours takes this long unless the engine is stuck (a create on a loaded Podman takes seconds). */
+export const ENGINE_TIMEOUT_MS = 120_000
 
 interface Upgraded {
   upgraded: true
@@ -103,13 +119,27 @@ export class EngineApi {
     return {...base, socketPath: this.endpoint.socketPath}
   }
 
-  /** Send a request; resolves with the response (any status) or, for `upgrade`, the hijacked socket. */
-  private async send(method: string, path: string, options: CallOptions & {stream?: boolean; upgrade?: boolean} = {}): Promise<IncomingMessage | Upgraded> {
+  /** A failure to reach the engine, or a stream cut off, as the one-line EngineError users see; anything else as it is. */
+  classify(error: unknown): unknown {
+    return isConnectionError(error) ? classifyEngineError(error, this.endpoint) : error
+  }
+
+  /**
+   * Send a request; resolves with the response (any status) or, for `upgrade`,
+   * the hijacked socket. `finish` runs within the call's time limit (reading a
+   * JSON body); streams are timed until their response starts.
+   */
+  private async send<T>(
+    method: string,
+    path: string,
+    options: CallOptions & {stream?: boolean; upgrade?: boolean},
+    finish: (res: IncomingMessage | Upgraded) => Promise<T>,
+  ): Promise<T> {
     const transport = await this.getTransport()
-    const body = options.body === undefined ? undefined : Buffer.from(JSON.stringify(options.body))
+    const body = options.raw?.data ?? (options.body === undefined ? undefined : Buffer.from(JSON.stringify(options.body)))
     const headers: OutgoingHttpHeaders = {}
     if (body) {
-      headers['Content-Type'] = 'application/json'
+      headers['Content-Type'] = options.raw?.type ?? 'application/json'
       headers['Content-Length'] = body.length
     }
     if (options.upgrade) {
@@ -118,12 +148,27 @@ export class EngineApi {
     }
     const agent = options.stream || options.upgrade ? transport.fresh() : transport.shared
     const req = transport.request(this.options(method, path + queryString(options.query), headers, agent))
-    return new Promise((resolve, reject) => {
-      req.on('error', reject)
-      req.on('response', resolve)
-      req.on('upgrade', (_res, socket, head) => resolve({upgraded: true, socket, head}))
-      req.end(body)
-    })
+    const limit = options.timeoutMs ?? ENGINE_TIMEOUT_MS
+    let timer: NodeJS.Timeout | undefined
+    const timedOut = () =>
+      new EngineError('unhealthy', `the container engine did not answer ${method} ${path.split('?')[0]} within ${limit / 1000} s`, {
+        hint: 'check `docker info`; restart the engine if it does not answer',
+      })
+    try {
+      const answer = await new Promise<IncomingMessage | Upgraded>((resolve, reject) => {
+        if (limit > 0) timer = setTimeout(() => req.destroy(timedOut()), limit)
+        req.on('error', reject)
+        req.on('response', resolve)
+        req.on('upgrade', (_res, socket, head) => resolve({upgraded: true, socket, head}))
+        req.end(body)
+      })
+      if (options.stream || options.upgrade) clearTimeout(timer)
+      return await finish(answer)
+    } catch (error) {
+      throw this.classify(error)
+    } finally {
+      clearTimeout(timer)
+    }
   }
 
   private static async read(res: Readable): Promise<Buffer> {
@@ -145,52 +190,61 @@ export class EngineApi {
   }
 
   /** A JSON call; resolves with the parsed body (undefined when there is none). Non-2xx statuses reject. */
-  async json<T>(method: string, path: string, options: CallOptions = {}): Promise<T> {
-    const res = (await this.send(method, path, options)) as IncomingMessage
-    if ((res.statusCode ?? 0) >= 300) return EngineApi.fail(res, method, path)
-    const raw = await EngineApi.read(res)
-    if (raw.length === 0) return undefined as T
-    const text = raw.toString('utf8')
-    try {
-      return JSON.parse(text) as T
-    } catch {
-      return text as T
-    }
+  json<T>(method: string, path: string, options: CallOptions = {}): Promise<T> {
+    return this.send(method, path, options, async (answer) => {
+      const res = answer as IncomingMessage
+      if ((res.statusCode ?? 0) >= 300) return EngineApi.fail(res, method, path)
+      const raw = await EngineApi.read(res)
+      if (raw.length === 0) return undefined as T
+      const text = raw.toString('utf8')
+      try {
+        return JSON.parse(text) as T
+      } catch {
+        return text as T
+      }
+    })
   }
 
   /** A call's response headers (the body is read and dropped); non-2xx statuses reject. */
-  async headers(method: string, path: string): Promise<IncomingMessage['headers']> {
-    const res = (await this.send(method, path)) as IncomingMessage
-    if ((res.statusCode ?? 0) >= 300) return EngineApi.fail(res, method, path)
-    await EngineApi.read(res)
-    return res.headers
+  headers(method: string, path: string): Promise<IncomingMessage['headers']> {
+    return this.send(method, path, {}, async (answer) => {
+      const res = answer as IncomingMessage
+      if ((res.statusCode ?? 0) >= 300) return EngineApi.fail(res, method, path)
+      await EngineApi.read(res)
+      return res.headers
+    })
   }
 
   /** The whole body as bytes (logs). */
-  async buffer(method: string, path: string, options: CallOptions = {}): Promise<Buffer> {
-    const res = (await this.send(method, path, options)) as IncomingMessage
-    if ((res.statusCode ?? 0) >= 300) return EngineApi.fail(res, method, path)
-    return EngineApi.read(res)
+  buffer(method: string, path: string, options: CallOptions = {}): Promise<Buffer> {
+    return this.send(method, path, options, async (answer) => {
+      const res = answer as IncomingMessage
+      if ((res.statusCode ?? 0) >= 300) return EngineApi.fail(res, method, path)
+      return EngineApi.read(res)
+    })
   }
 
   /** A streamed body (attach, exec without stdin): the engine writes the raw stream until the process ends. */
-  async stream(method: string, path: string, options: CallOptions = {}): Promise<Readable> {
-    const res = (await this.send(method, path, {...options, stream: true})) as IncomingMessage
-    if ((res.statusCode ?? 0) >= 300) return EngineApi.fail(res, method, path)
-    return res
+  stream(method: string, path: string, options: CallOptions = {}): Promise<Readable> {
+    return this.send(method, path, {...options, stream: true}, async (answer) => {
+      const res = answer as IncomingMessage
+      if ((res.statusCode ?? 0) >= 300) return EngineApi.fail(res, method, path)
+      return res
+    })
   }
 
   /** A hijacked connection (exec with stdin): write stdin, end it, read the raw stream. */
-  async hijack(method: string, path: string, options: CallOptions = {}): Promise<Duplex> {
-    const result = await this.send(method, path, {...options, upgrade: true})
-    if (!('upgraded' in result)) {
-      if ((result.statusCode ?? 0) >= 300) return EngineApi.fail(result, method, path)
-      // An engine that answers 200 without upgrading has still hijacked the connection:
-      // input goes to the socket, output comes as the response body.
-      return Duplex.from({readable: result, writable: result.socket})
-    }
-    if (result.head.length) result.socket.unshift(result.head)
-    return result.socket
+  hijack(method: string, path: string, options: CallOptions = {}): Promise<Duplex> {
+    return this.send(method, path, {...options, upgrade: true}, async (result) => {
+      if (!('upgraded' in result)) {
+        if ((result.statusCode ?? 0) >= 300) return EngineApi.fail(result, method, path)
+        // An engine that answers 200 without upgrading has still hijacked the connection:
+        // input goes to the socket, output comes as the response body.
+        return Duplex.from({readable: result, writable: result.socket})
+      }
+      if (result.head.length) result.socket.unshift(result.head)
+      return result.socket
+    })
   }
 }
 

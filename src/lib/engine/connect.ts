@@ -60,3 +60,9 @@ function sshDestination(endpoint: Endpoint): string {
 function firstLine(text: string): string {
   return text.split('\n')[0].slice(0, 200)
 }
+
+/** A failure to reach the engine (an errno or TLS code), not an answer from it (which has a statusCode). Pure. */
+export function isConnectionError(error: unknown): boolean {
+  const code = (error as {code?: string} | undefined)?.code
+  return typeof code === 'string' && (/^E[A-Z]+$/.test(code) || isTlsFailure(code)) && (error as {statusCode?: number}).statusCode === undefined
+}

@@ -23,6 +23,8 @@ export interface ContainerClient {
   stats(id: string): Promise<{pids: number; pidsLimit: number}>
   /** Stream a container's stdout/stderr (attach before start to miss nothing); resolves when the stream ends. */
   attach(id: string, sink: OutputSink): Promise<{ended: Promise<void>}>
+  /** Unpack a tar archive into a directory of a container (one that is created and not started, too). */
+  putArchive(id: string, dir: string, tar: Buffer): Promise<void>
 }
 
 export interface OutputSink {
@@ -174,7 +176,8 @@ export class ApiContainers implements ContainerClient {
   }
 
   async wait(id: string): Promise<number> {
-    const result = await this.api.json<{StatusCode: number}>('POST', `/containers/${id}/wait`)
+    // As long as the container runs: no time limit.
+    const result = await this.api.json<{StatusCode: number}>('POST', `/containers/${id}/wait`, {timeoutMs: 0})
     return result.StatusCode
   }
 
@@ -197,7 +200,10 @@ export class ApiContainers implements ContainerClient {
     } else {
       stream = await this.api.stream('POST', `/exec/${created.Id}/start`, start)
     }
-    const {out, err, aborted} = await pumpExec(stream, options, (onOut, onErr) => demultiplex(stream, onOut, onErr))
+    const {out, err, aborted} = await pumpExec(stream, options, (onOut, onErr) => demultiplex(stream, onOut, onErr)).catch((error: unknown) => {
+      // A connection cut off mid-stream is the engine's failure, classified like the rest (api.ts).
+      throw this.api.classify(error)
+    })
     const exitCode = aborted ? -1 : await this.execExitCode(created.Id)
     return {exitCode, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8')}
   }
@@ -225,6 +231,10 @@ export class ApiContainers implements ContainerClient {
   async stats(id: string): Promise<{pids: number; pidsLimit: number}> {
     const raw = await this.api.json<{pids_stats?: {current?: number; limit?: number}}>('GET', `/containers/${id}/stats`, {query: {stream: false}})
     return {pids: raw.pids_stats?.current ?? 0, pidsLimit: raw.pids_stats?.limit ?? 0}
+  }
+
+  async putArchive(id: string, dir: string, tar: Buffer): Promise<void> {
+    await this.api.json('PUT', `/containers/${id}/archive`, {query: {path: dir}, raw: {type: 'application/x-tar', data: tar}})
   }
 
   async attach(id: string, sink: OutputSink): Promise<{ended: Promise<void>}> {

@@ -6,8 +6,6 @@ import {existsSync, statSync} from 'node:fs'
 import {delimiter, join} from 'node:path'
 import type {ProcOptions, ProcResult} from '../util/proc.js'
 import {EngineApi} from './api.js'
-import {classifyEngineError} from './connect.js'
-import {isTlsFailure} from '../errors.js'
 import {currentContextHost} from './context.js'
 import {ApiContainers, type ContainerClient} from './containers.js'
 import {discoverEndpoint, type Endpoint, type EndpointChoice} from './endpoint.js'
@@ -117,19 +115,15 @@ class DockerEngine implements Engine {
   ) {
     this.endpoint = choice.endpoint
     this.endpointSource = choice.source
-    this.containers = guard(backend.containers, choice.endpoint)
-    this.images = guard(backend.images, choice.endpoint)
-    this.volumes = guard(backend.volumes, choice.endpoint)
-    this.cli = new ProcessCli(pickCliBinary(env, requestedKind), choice.endpoint, () => this.userns(), Boolean(env.AGENT_SANDBOX_DOCKER_CLI))
+    // Failures are classified where the calls are made (api.ts).
+    this.containers = backend.containers
+    this.images = backend.images
+    this.volumes = backend.volumes
+    this.cli = new ProcessCli(pickCliBinary(env, requestedKind), choice.endpoint)
   }
 
   userns(): Promise<string | undefined> {
-    this.usernsMode ??= this.detectRootlessPodman().then(
-      (rootlessPodman) => (rootlessPodman ? 'keep-id' : undefined),
-      (error: unknown) => {
-        throw classifyEngineError(error, this.endpoint)
-      },
-    )
+    this.usernsMode ??= this.detectRootlessPodman().then((rootlessPodman) => (rootlessPodman ? 'keep-id' : undefined))
     return this.usernsMode
   }
 
@@ -142,9 +136,7 @@ class DockerEngine implements Engine {
     this.selinuxOn ??= (async () => {
       if (this.endpoint.kind === 'socket' && process.platform === 'linux') return existsSync('/sys/fs/selinux/enforce')
       return selinuxInfo(await this.systemInfo())
-    })().catch((error: unknown) => {
-      throw classifyEngineError(error, this.endpoint)
-    })
+    })()
     return this.selinuxOn
   }
 
@@ -170,12 +162,8 @@ class DockerEngine implements Engine {
   }
 
 
-  async ping(): Promise<void> {
-    try {
-      await this.backend.ping()
-    } catch (error) {
-      throw classifyEngineError(error, this.endpoint)
-    }
+  ping(): Promise<void> {
+    return this.backend.ping()
   }
 
   async kind(): Promise<EngineKind> {
@@ -188,16 +176,11 @@ class DockerEngine implements Engine {
   }
 
   private info(): Promise<{kind: EngineKind; version: string}> {
-    this.versionInfo ??= this.backend.version().then(
-      (v) => {
-        const components = v.Components ?? []
-        const podman = components.some((c) => /podman/i.test(c.Name))
-        return {kind: podman ? 'podman' : 'docker', version: v.Version}
-      },
-      (error: unknown) => {
-        throw classifyEngineError(error, this.endpoint)
-      },
-    )
+    this.versionInfo ??= this.backend.version().then((v) => {
+      const components = v.Components ?? []
+      const podman = components.some((c) => /podman/i.test(c.Name))
+      return {kind: podman ? 'podman' : 'docker', version: v.Version}
+    })
     return this.versionInfo
   }
 }
@@ -225,29 +208,6 @@ function socketOwner(path: string): number | undefined {
   }
 }
 
-/** Wrap every method so that connection failures become classified EngineErrors. */
-function guard<T extends object>(client: T, endpoint: Endpoint): T {
-  return new Proxy(client, {
-    get(target, prop, receiver) {
-      const value = Reflect.get(target, prop, receiver) as unknown
-      if (typeof value !== 'function') return value
-      return async (...args: unknown[]) => {
-        try {
-          return await (value as (...a: unknown[]) => Promise<unknown>).apply(target, args)
-        } catch (error) {
-          if (isConnectionError(error)) throw classifyEngineError(error, endpoint)
-          throw error
-        }
-      }
-    },
-  })
-}
-
-function isConnectionError(error: unknown): boolean {
-  const code = (error as {code?: string} | undefined)?.code
-  return typeof code === 'string' && (/^E[A-Z]+$/.test(code) || isTlsFailure(code)) && (error as {statusCode?: number}).statusCode === undefined
-}
-
 function onPath(binary: string, env: NodeJS.ProcessEnv): boolean {
   return (env.PATH ?? '').split(delimiter).some((dir) => dir && existsSync(join(dir, binary)))
 }
@@ -260,31 +220,21 @@ export function pickCliBinary(env: NodeJS.ProcessEnv, kind?: string): string {
   return 'docker'
 }
 
+/**
+ * The engine's own CLI, for the two streams a user watches: an image build's
+ * output and an interactive shell's terminal. Every container is made over the
+ * API (api.ts).
+ */
 class ProcessCli implements EngineCli {
   constructor(
     readonly binary: string,
     private readonly endpoint: Endpoint,
-    private readonly userns: () => Promise<string | undefined>,
-    /** AGENT_SANDBOX_DOCKER_CLI names the binary: never switch it. */
-    private readonly pinned: boolean,
   ) {}
 
   async run(args: readonly string[], options: ProcOptions = {}): Promise<ProcResult> {
-    const {binary, argv} = helperRunArgs(this.binary, args, args[0] === 'run' ? await this.userns() : undefined, this.pinned)
-    const hostEnv = binary.endsWith('podman') ? {CONTAINER_HOST: this.endpoint.dockerHost} : {DOCKER_HOST: this.endpoint.dockerHost}
+    const hostEnv = this.binary.endsWith('podman') ? {CONTAINER_HOST: this.endpoint.dockerHost} : {DOCKER_HOST: this.endpoint.dockerHost}
     // Loaded here: node:child_process is not needed by the commands that only call the API.
     const {run} = await import('../util/proc.js')
-    return run(binary, argv, {...options, env: {...hostEnv, ...options.env}})
+    return run(this.binary, args, {...options, env: {...hostEnv, ...options.env}})
   }
-}
-
-/**
- * Helper containers (`run`: branch provisioning, agent config) share volumes
- * with sandboxes, so they need the same user namespace. The docker CLI refuses
- * `--userns keep-id`, so on rootless Podman they go through podman's own CLI
- * (a remote client of the same socket) unless AGENT_SANDBOX_DOCKER_CLI pins one. Pure.
- */
-export function helperRunArgs(binary: string, args: readonly string[], userns: string | undefined, pinned: boolean): {binary: string; argv: string[]} {
-  if (!userns || args[0] !== 'run') return {binary, argv: [...args]}
-  return {binary: pinned ? binary : 'podman', argv: ['run', '--userns', userns, ...args.slice(1)]}
 }

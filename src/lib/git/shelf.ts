@@ -11,14 +11,16 @@ import {randomBytes} from 'node:crypto'
 import {loadSettings} from '../config/load.js'
 import {hooksDirOf} from './hook-config.js'
 import type {NetworkMode} from '../config/schema.js'
-import type {Engine} from '../engine/index.js'
 import {ConflictError, SandboxError, UsageError} from '../errors.js'
 import {ensureBaseImage} from '../images/build.js'
 import {withLock} from '../util/lock.js'
 import {run} from '../util/proc.js'
 import {silentReporter, type Reporter} from '../reporter.js'
-import {bindString, checkDockerNetwork, wantsRelabel, workspaceMountPath} from '../sandbox/spec.js'
+import {buildHelperSpec, checkDockerNetwork, wantsRelabel, workspaceMountPath} from '../sandbox/spec.js'
+import {runHelper} from '../sandbox/helper.js'
+import type {MountSpec} from '../engine/types.js'
 import {Labels, Names, sanitizeBranch, validateBranch, type Workspace} from '../workspace.js'
+import type {Context} from '../context.js'
 
 export interface HostRepoInfo {
   originUrl?: string
@@ -95,53 +97,26 @@ interface HelperRun {
   relabel: boolean
 }
 
-/** `--mount` a host directory read-only, or `--volume` it with a shared SELinux relabel (only that form can relabel). */
-function readOnlyBind(source: string, target: string, relabel: boolean): string[] {
-  if (!relabel) return ['--mount', csvMount('bind', source, target, true)]
-  return ['--volume', bindString({type: 'bind', source, target, readOnly: true, relabel: 'shared'})]
-}
-
 /** Run one of the image's shelf scripts in a short-lived root container with the shelf and the workspace (read-only). */
-async function runShelfHelper(engine: Engine, ws: Workspace, helper: HelperRun) {
-  const name = `agent-sandbox-shelf-${ws.hash.slice(0, 12)}-${randomBytes(4).toString('hex')}`
-  const args = [
-    'run',
-    '--rm',
-    '--name',
-    name,
-    '--label',
-    `${Labels.managed}=true`,
-    '--label',
-    `${Labels.kind}=provision`,
-    '--label',
-    `${Labels.workspace}=${ws.path}`,
-    '--user',
-    'root',
-    '--entrypoint',
-    helper.entrypoint,
-    '--network',
-    helper.network,
-    '--cap-drop',
-    'ALL',
-    ...['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'SETUID', 'SETGID'].flatMap((cap) => ['--cap-add', cap]),
-    '--security-opt',
-    'no-new-privileges',
-    '--mount',
-    `type=volume,source=${Names.shelfVolume(ws)},target=/repo-shelf`,
-    ...readOnlyBind(ws.path, workspaceMountPath(ws), helper.relabel),
-    ...(helper.extraBinds ?? []).flatMap((dir) => readOnlyBind(dir, dir, helper.relabel)),
-    Names.baseImage(helper.baseTag),
-    ...helper.args,
-  ]
-  return engine.cli.run(args, {allowFailure: true})
-}
-
-function csvMount(type: string, source: string, target: string, readOnly: boolean): string {
-  const field = (k: string, v: string) => {
-    const f = `${k}=${v}`
-    return /[",]/.test(f) ? `"${f.replaceAll('"', '""')}"` : f
-  }
-  return [`type=${type}`, field('source', source), field('target', target), ...(readOnly ? ['readonly'] : [])].join(',')
+async function runShelfHelper(ctx: Context, ws: Workspace, helper: HelperRun) {
+  const readOnly = (dir: string, target: string): MountSpec => ({type: 'bind', source: dir, target, readOnly: true, ...(helper.relabel ? {relabel: 'shared' as const} : {})})
+  const spec = buildHelperSpec({
+    kind: 'provision',
+    name: `agent-sandbox-shelf-${ws.hash.slice(0, 12)}-${randomBytes(4).toString('hex')}`,
+    baseTag: helper.baseTag,
+    labels: {[Labels.workspace]: ws.path},
+    network: helper.network,
+    capAdd: ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'SETUID', 'SETGID'],
+    mounts: [
+      {type: 'volume', source: Names.shelfVolume(ws), target: '/repo-shelf', readOnly: false},
+      readOnly(ws.path, workspaceMountPath(ws)),
+      ...(helper.extraBinds ?? []).map((dir) => readOnly(dir, dir)),
+    ],
+    entrypoint: [helper.entrypoint],
+    cmd: helper.args,
+    userns: await ctx.engine.userns(),
+  })
+  return runHelper(ctx, spec)
 }
 
 function relayWarnings(stderr: string, reporter: Reporter): void {
@@ -167,15 +142,14 @@ export interface ProvisionOptions {
   network?: NetworkMode
   allowHostNetwork?: boolean
   baseTag?: string
-  reporter?: Reporter
-  env?: NodeJS.ProcessEnv
 }
 
 /** Provision the shelf and the branch's worktree. Idempotent; serialised per repo. */
-export async function provisionBranch(engine: Engine, ws: Workspace, branch: string, options: ProvisionOptions = {}): Promise<ProvisionResult> {
-  const reporter = options.reporter ?? silentReporter
+export async function provisionBranch(ctx: Context, ws: Workspace, branch: string, options: ProvisionOptions = {}): Promise<ProvisionResult> {
+  const {engine} = ctx
+  const reporter = ctx.reporter ?? silentReporter
   validateBranch(branch)
-  const {settings} = loadSettings({workspacePath: ws.path, env: options.env})
+  const {settings} = loadSettings({workspacePath: ws.path, env: ctx.env})
   const baseTag = options.baseTag ?? settings.baseTag
   const info = await hostRepoInfo(ws, reporter)
   await ensureBaseImage(engine, baseTag)
@@ -193,7 +167,7 @@ export async function provisionBranch(engine: Engine, ws: Workspace, branch: str
         [Labels.volume]: 'shelf',
       })
       const result = await reporter.step(`Provisioning worktree for ${branch}`, () =>
-        runShelfHelper(engine, ws, {
+        runShelfHelper(ctx, ws, {
           entrypoint: '/usr/local/sbin/provision-shelf',
           args: [ws.repoName, branch, sanitizeBranch(branch), info.originUrl ?? '', info.hooksPath, String(owner.uid), String(owner.gid)],
           network,
@@ -217,7 +191,7 @@ export async function provisionBranch(engine: Engine, ws: Workspace, branch: str
       )
       return {branch, worktree: fields.worktree, source: fields.source, origin: fields.origin as ProvisionResult['origin']}
     },
-    options.env,
+    ctx.env,
   )
 }
 
@@ -226,9 +200,10 @@ export interface RemoveWorktreeResult {
 }
 
 /** Remove a branch's worktree; refuses (ConflictError, listing what would be lost) unless `force`. */
-export async function removeWorktree(engine: Engine, ws: Workspace, branch: string, options: ProvisionOptions & {force?: boolean} = {}): Promise<RemoveWorktreeResult> {
+export async function removeWorktree(ctx: Context, ws: Workspace, branch: string, options: ProvisionOptions & {force?: boolean} = {}): Promise<RemoveWorktreeResult> {
+  const {engine} = ctx
   validateBranch(branch)
-  const {settings} = loadSettings({workspacePath: ws.path, env: options.env})
+  const {settings} = loadSettings({workspacePath: ws.path, env: ctx.env})
   const baseTag = options.baseTag ?? settings.baseTag
   await ensureBaseImage(engine, baseTag)
   if (!(await engine.volumes.inspect(Names.shelfVolume(ws)))) return {worktree: 'absent'}
@@ -236,7 +211,7 @@ export async function removeWorktree(engine: Engine, ws: Workspace, branch: stri
   return withLock(
     `shelf-${ws.hash}`,
     async () => {
-      const result = await runShelfHelper(engine, ws, {
+      const result = await runShelfHelper(ctx, ws, {
         entrypoint: '/usr/local/sbin/shelf-remove-worktree',
         args: [branch, sanitizeBranch(branch), options.force ? '1' : '0', String(owner.uid), String(owner.gid)],
         network: 'none',
@@ -256,6 +231,6 @@ export async function removeWorktree(engine: Engine, ws: Workspace, branch: stri
       if (result.exitCode !== 0) throw new SandboxError(`removing the worktree of ${branch} failed: ${lastError(result.stderr)}`)
       return {worktree: result.stdout.includes('worktree: removed') ? 'removed' : 'absent'}
     },
-    options.env,
+    ctx.env,
   )
 }

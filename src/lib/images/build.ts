@@ -14,6 +14,7 @@ import {BuildError, CommandFailedError, ImageMissingError, UsageError} from '../
 import {run} from '../util/proc.js'
 import {silentReporter, type Reporter} from '../reporter.js'
 import {isInitialised, Labels, Names, requireInitialised, type Workspace} from '../workspace.js'
+import type {Context} from '../context.js'
 
 export const TOOLS = {
   claudeCode: {pkg: '@anthropic-ai/claude-code', arg: 'CLAUDE_CODE_VERSION'},
@@ -123,7 +124,6 @@ export interface BuildBaseOptions {
   caCertPaths: string[]
   baseImage?: string
   registry?: RegistryClient
-  reporter?: Reporter
 }
 
 export interface BuildBaseResult {
@@ -132,8 +132,9 @@ export interface BuildBaseResult {
   caCertificates: number
 }
 
-export async function buildBase(engine: Engine, options: BuildBaseOptions): Promise<BuildBaseResult> {
-  const reporter = options.reporter ?? silentReporter
+export async function buildBase(ctx: Context, options: BuildBaseOptions): Promise<BuildBaseResult> {
+  const {engine} = ctx
+  const reporter = ctx.reporter ?? silentReporter
   if (!/^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/.test(options.tag)) {
     throw new UsageError(`invalid image tag: ${JSON.stringify(options.tag)}`, {hint: 'use letters, digits, ".", "_" and "-", e.g. --tag 2026-11-22'})
   }
@@ -187,9 +188,6 @@ export interface BuildRepoOptions {
   baseTag: string
   /** Build every step again, even when nothing has changed. */
   noCache?: boolean
-  reporter?: Reporter
-  /** Where the trust store and the user config are found (default process.env). */
-  env?: NodeJS.ProcessEnv
 }
 
 /**
@@ -243,14 +241,15 @@ export async function ensureBaseImage(engine: Engine, baseTag: string): Promise<
   return found.id
 }
 
-export async function buildRepoImage(engine: Engine, ws: Workspace, options: BuildRepoOptions): Promise<string> {
-  const reporter = options.reporter ?? silentReporter
+export async function buildRepoImage(ctx: Context, ws: Workspace, options: BuildRepoOptions): Promise<string> {
+  const {engine} = ctx
+  const reporter = ctx.reporter ?? silentReporter
   const dir = repoDockerfileDir(ws)
   if (!isInitialised(ws)) {
     throw new ImageMissingError(`no .agent-sandbox/Dockerfile in ${ws.path}`, {hint: `run: agent-sandbox init ${JSON.stringify(ws.path)}`})
   }
   // Its RUN steps run with an open network: only the template, or what the user approved.
-  assertBuildTrusted(ws.path, options.env)
+  assertBuildTrusted(ws.path, ctx.env)
   const baseId = await ensureBaseImage(engine, options.baseTag)
   const image = `${Names.image(ws)}:latest`
   const buildArgs = {BASE_IMAGE_TAG: options.baseTag}

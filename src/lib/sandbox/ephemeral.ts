@@ -7,12 +7,12 @@ import {randomBytes} from 'node:crypto'
 import type {ConfigFile, NetworkMode} from '../config/schema.js'
 import {ImageMissingError} from '../errors.js'
 import {createPlaceholders} from '../git/protected.js'
-import {createContainer, engineTraits, ensureVolumes, prepareSandbox, type Context} from './lifecycle.js'
+import {createContainer, engineTraits, ensureVolumes, prepareSandbox} from './lifecycle.js'
+import type {Context} from '../context.js'
 import {quoteArg, requireInitialised} from '../workspace.js'
 import {provisionBranch} from '../git/shelf.js'
 import {secretValues, type SandboxSpec} from './spec.js'
 import {Labels, type Workspace} from '../workspace.js'
-import {silentReporter} from '../reporter.js'
 
 export interface Limits {
   memory?: string
@@ -55,10 +55,9 @@ export function parseDuration(text: string): number {
 }
 
 export async function createEphemeral(ctx: Context, ws: Workspace, options: EphemeralOptions): Promise<EphemeralContainer> {
-  const reporter = ctx.reporter ?? silentReporter
   requireInitialised(ws)
   if (options.branch !== undefined) {
-    await provisionBranch(ctx.engine, ws, options.branch, {baseTag: options.baseTag, reporter, env: ctx.env, network: options.network, allowHostNetwork: options.allowHostNetwork})
+    await provisionBranch(ctx, ws, options.branch, {baseTag: options.baseTag, network: options.network, allowHostNetwork: options.allowHostNetwork})
   }
   const flags: ConfigFile = {}
   if (options.limits && Object.keys(options.limits).length) flags.limits = options.limits

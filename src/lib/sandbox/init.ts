@@ -14,18 +14,16 @@ import type {ConfigChange} from '../config/widening.js'
 import {cloneUrl, parseRepoSlug, resolveAppConfig} from '../github/app.js'
 import {checkCloneTarget, cloneWithApp} from '../github/clone.js'
 import {buildRepoImage, ensureBaseImage} from '../images/build.js'
-import {silentReporter, type Reporter} from '../reporter.js'
+import {silentReporter} from '../reporter.js'
 import {Labels, resolveWorkspace, type Workspace} from '../workspace.js'
 import {giveTo} from '../git/protected.js'
 import {removeSandbox} from './lifecycle.js'
 import {quoteArg} from '../workspace.js'
+import type {Context} from '../context.js'
 
 export interface InitOptions {
   force?: boolean
   baseTag: string
-  reporter?: Reporter
-  /** Where the trust store is (default process.env). */
-  env?: NodeJS.ProcessEnv
 }
 
 export {renderRepoDockerfile} from '../config/trust.js'
@@ -35,8 +33,9 @@ async function workspaceContainers(engine: Engine, ws: Workspace) {
   return engine.containers.list({[Labels.workspace]: ws.path})
 }
 
-export async function initWorkspace(engine: Engine, ws: Workspace, options: InitOptions): Promise<{dir: string; image: string}> {
-  const reporter = options.reporter ?? silentReporter
+export async function initWorkspace(ctx: Context, ws: Workspace, options: InitOptions): Promise<{dir: string; image: string}> {
+  const {engine} = ctx
+  const reporter = ctx.reporter ?? silentReporter
   const dir = join(ws.path, '.agent-sandbox')
   if (existsSync(dir) && !options.force) {
     throw new ConflictError(`${dir} already exists`, {hint: `run \`agent-sandbox build ${quoteArg(ws.path)}\` to rebuild, or pass --force to start over`})
@@ -56,14 +55,14 @@ export async function initWorkspace(engine: Engine, ws: Workspace, options: Init
     writeFileSync(join(dir, 'Dockerfile'), renderRepoDockerfile(readFileSync(join(templatesDir, 'Dockerfile'), 'utf8'), options.baseTag))
     cpSync(join(templatesDir, 'config.json'), join(dir, 'config.json'))
     for (const path of [dir, join(dir, 'Dockerfile'), join(dir, 'config.json')]) giveTo(path, ws)
-    recordTrust(ws.path, snapshotDir(ws.path), 'init', options.env)
-    const image = await buildRepoImage(engine, ws, {baseTag: options.baseTag, reporter, env: options.env})
+    recordTrust(ws.path, snapshotDir(ws.path), 'init', ctx.env)
+    const image = await buildRepoImage(ctx, ws, {baseTag: options.baseTag})
     return {dir, image}
   } catch (error) {
     // Nothing half-made: a failed init leaves no .agent-sandbox/ behind, and no approval of it.
     rmSync(dir, {recursive: true, force: true})
     try {
-      revokeTrust(ws.path, options.env)
+      revokeTrust(ws.path, ctx.env)
     } catch {
       // the store cannot be read: nothing of ours is in it
     }
@@ -88,12 +87,12 @@ export interface CloneInitResult {
 }
 
 export async function initFromClone(
-  engine: Engine,
+  ctx: Context,
   repo: string,
   target: string,
-  options: InitOptions & {github: GithubSettings; env?: NodeJS.ProcessEnv},
+  options: InitOptions & {github: GithubSettings},
 ): Promise<CloneInitResult> {
-  const env = options.env ?? process.env
+  const env = ctx.env ?? process.env
   const slug = parseRepoSlug(repo)
   const config = resolveAppConfig(options.github, env)
   if (!config) {
@@ -102,8 +101,8 @@ export async function initFromClone(
     })
   }
   checkCloneTarget(target)
-  await ensureBaseImage(engine, options.baseTag)
-  ;(options.reporter ?? silentReporter).info(`cloning ${cloneUrl(config, slug)} into ${target}`)
+  await ensureBaseImage(ctx.engine, options.baseTag)
+  ;(ctx.reporter ?? silentReporter).info(`cloning ${cloneUrl(config, slug)} into ${target}`)
   await cloneWithApp(config, slug, target, {env})
   try {
     const ws = resolveWorkspace(target)
@@ -114,10 +113,10 @@ export async function initFromClone(
       const refused = review.changes.filter((c) => c.widens)
       // Only init's own template is built unasked (its steps are ours); anything else waits for `trust`.
       if (review.assessment.build !== 'template') return {dir, path: ws.path, shipped: true, refused}
-      const image = await buildRepoImage(engine, ws, {baseTag: options.baseTag, reporter: options.reporter, env})
+      const image = await buildRepoImage({...ctx, env}, ws, {baseTag: options.baseTag})
       return {dir, image, path: ws.path, shipped: true, refused}
     }
-    const result = await initWorkspace(engine, ws, {...options, env})
+    const result = await initWorkspace({...ctx, env}, ws, options)
     return {...result, path: ws.path, shipped: false, refused: []}
   } catch (error) {
     rmSync(target, {recursive: true, force: true})

@@ -4,9 +4,9 @@
  */
 import type {ConfigFile, NetworkMode, Settings} from '../config/schema.js'
 import {loadSettings} from '../config/load.js'
-import type {ContainerInfo, Engine} from '../engine/index.js'
+import type {ContainerInfo} from '../engine/index.js'
 import {isNameInUse} from '../engine/containers.js'
-import {abortReason, EngineError, NotInitialisedError, NotReadyError, SandboxError, throwIfAborted, UsageError} from '../errors.js'
+import {EngineError, NotInitialisedError, NotReadyError, SandboxError, throwIfAborted, untilAborted, UsageError} from '../errors.js'
 import {hostGitIdentity} from '../git/identity.js'
 import {buildRepoImage} from '../images/build.js'
 import {withLock} from '../util/lock.js'
@@ -14,26 +14,13 @@ import {compromisedReason, lostMount, MountsNotRestoredError, restartNotice} fro
 import {provisionBranch} from '../git/shelf.js'
 import {createPlaceholders, fsKindOf, planProtectedPaths} from '../git/protected.js'
 import {detectHookConfig, fsHookProbe, hooksDirOf, hooksPathFromConfig, hookConfigLabel, type HookConfigReport} from '../git/hook-config.js'
-import {silentReporter, type Reporter} from '../reporter.js'
+import {silentReporter} from '../reporter.js'
 import {buildGateSpec, buildSpec, checkDockerNetwork, SANDBOX_EXEC, STATE_DIR, toCreateOptions, type SandboxSpec} from './spec.js'
 import {Labels, Names, quoteArg, requireInitialised, sanitizeBranch, type Workspace} from '../workspace.js'
 import {planGhapp, type GhappPlan} from '../github/plan.js'
-import {ensureRefresher, provisionToken, removeAppToken, type RefresherLauncher} from '../github/refresher.js'
+import {ensureRefresher, provisionToken, removeAppToken} from '../github/refresher.js'
+import type {Context} from '../context.js'
 
-export interface Context {
-  engine: Engine
-  reporter?: Reporter
-  env?: NodeJS.ProcessEnv
-  /**
-   * Aborted when the caller gives up (the command layer: Ctrl-C, SIGTERM). Work
-   * that makes containers removes what it made, then throws the signal's reason.
-   */
-  signal?: AbortSignal
-  /** Called when a child process takes over the terminal (an interactive shell); returns the function that gives it back. */
-  foreground?: () => () => void
-  /** Starts a sandbox's GitHub App token refresher when no daemon runs (the CLI's `token-daemon`); without it, none is started. */
-  launchRefresher?: RefresherLauncher
-}
 
 export interface SandboxOptions {
   branch?: string
@@ -164,7 +151,7 @@ export async function startSandbox(ctx: Context, ws: Workspace, options: Sandbox
         restoring = lostMount(lost) ?? lost
       }
       if (options.branch !== undefined) {
-        await provisionBranch(ctx.engine, ws, options.branch, {baseTag: options.baseTag, reporter, env: ctx.env, network: options.network, allowHostNetwork: options.allowHostNetwork})
+        await provisionBranch(ctx, ws, options.branch, {baseTag: options.baseTag, network: options.network, allowHostNetwork: options.allowHostNetwork})
       }
       const prepared = await prepareSandbox(ws, {...options, ...(await engineTraits(ctx))}, ctx.env)
       for (const s of prepared.skipped) reporter.warn(`protected path ${s.relative} not mounted: ${s.reason}`)
@@ -225,7 +212,7 @@ async function createAndStart(ctx: Context, ws: Workspace, prepared: PreparedSan
     if (!options.build) {
       throw new NotInitialisedError(`image ${spec.image} is missing`, {hint: `build it with: agent-sandbox build ${quoteArg(ws.path)} (or pass --build)`})
     }
-    await buildRepoImage(ctx.engine, ws, {baseTag: options.baseTag ?? settings.baseTag, reporter})
+    await buildRepoImage(ctx, ws, {baseTag: options.baseTag ?? settings.baseTag})
   }
   await ensureVolumes(ctx, ws, spec)
   createPlaceholders(ws.path, prepared.placeholders, ws)
@@ -259,17 +246,6 @@ async function createAndStart(ctx: Context, ws: Workspace, prepared: PreparedSan
     if (created) await ctx.engine.containers.remove(created, {force: true}).catch(() => undefined)
     throw error
   }
-}
-
-/** `work`, or the signal's reason as soon as it is aborted (work still in flight goes on; the caller waits for it). */
-export function untilAborted<T>(signal: AbortSignal | undefined, work: Promise<T>): Promise<T> {
-  if (!signal) return work
-  throwIfAborted(signal)
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(abortReason(signal))
-    signal.addEventListener('abort', onAbort, {once: true})
-    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort))
-  })
 }
 
 /**

@@ -7,7 +7,7 @@
 import type {NetworkMode} from '../config/schema.js'
 import {NotReadyError} from '../errors.js'
 import {createEphemeral, type Limits} from './ephemeral.js'
-import type {Context} from './lifecycle.js'
+import type {Context} from '../context.js'
 import type {Workspace} from '../workspace.js'
 
 export interface OneShotOptions {

@@ -331,6 +331,47 @@ export function buildSpec(ws: Workspace, settings: Settings, options: SpecOption
   return spec
 }
 
+/** A short-lived helper container: a root program of the image on a volume of ours (the shelf, an agent's config). */
+export interface HelperSpecOptions {
+  /** The `kind` label: `provision` (the shelf's scripts), `helper` (agent config volumes). */
+  kind: string
+  name: string
+  baseTag: string
+  /** Labels besides managed and kind (the workspace, where the helper belongs to one). */
+  labels?: Record<string, string>
+  entrypoint: string[]
+  cmd?: string[]
+  network: string
+  /** The only capabilities it keeps (all others are dropped). */
+  capAdd: string[]
+  mounts: MountSpec[]
+  /** The engine's user namespace mode: helpers share volumes with sandboxes, so they need the same one. */
+  userns?: string
+}
+
+/** The spec of a helper container: root, the given capabilities only, no new privileges, its own program. Pure. */
+export function buildHelperSpec(options: HelperSpecOptions): SandboxSpec {
+  return {
+    name: options.name,
+    image: Names.baseImage(options.baseTag),
+    labels: {[Labels.managed]: 'true', [Labels.kind]: options.kind, ...options.labels},
+    mounts: options.mounts,
+    env: [],
+    user: '0:0',
+    execUser: '0:0',
+    workdir: '/',
+    capAdd: options.capAdd,
+    capDrop: ['ALL'],
+    securityOpt: ['no-new-privileges'],
+    networkMode: options.network,
+    ports: [],
+    limits: {},
+    userns: options.userns,
+    entrypoint: options.entrypoint,
+    cmd: options.cmd,
+  }
+}
+
 export const GATE_ENTRYPOINT = '/usr/local/sbin/git-gate'
 const GATE_ROOT = '/gate/ws'
 
