@@ -320,6 +320,17 @@ export const scenarios = [
     b: {steps: () => [dockerStep(...psSandboxes)]},
   },
   {
+    // The code cache's worth (bin/compile-cache.cjs), measured where it matters most: the fastest command.
+    key: 'list-nocache',
+    cheap: true,
+    title: 'list without the code cache (no target)',
+    ours: '`agent-sandbox list --json` with `NODE_DISABLE_COMPILE_CACHE=1` (the bundles compiled from source)',
+    base: '`agent-sandbox list --json` through the code cache, as users run it',
+    smoke: false,
+    a: {steps: (ctx) => [{...cli(ctx, 'list', '--json'), env: {...ctx.env, NODE_DISABLE_COMPILE_CACHE: '1'}}]},
+    b: {steps: (ctx) => [cli(ctx, 'list', '--json')]},
+  },
+  {
     key: 'list-floor',
     cheap: true,
     title: 'floor: any node program listing (no target)',

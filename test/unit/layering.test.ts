@@ -54,4 +54,9 @@ describe('layering', () => {
     const offenders = sources('src/lib').filter((f) => PROCESS_USE.test(readFileSync(join(ROOT, f), 'utf8').replace(/^\s*(\*|\/\/).*$/gm, '')))
     expect(offenders).toEqual([])
   })
+
+  it('unit tests fake the engine through fake-engine.ts, type-checked: no `as unknown as` casts', () => {
+    const offenders = sources('test/unit').filter((f) => /as unknown as/.test(readFileSync(join(ROOT, f), 'utf8')) && !f.endsWith('layering.test.ts'))
+    expect(offenders).toEqual([])
+  })
 })
