@@ -34,9 +34,10 @@
 # resolver's first upstreams (firewall-lib.sh fw_read_upstreams), reloads the
 # rules for them (DNS to them for the resolver's uid only; default-deny for
 # every interface, the new one too), restarts dnsmasq and writes resolv.conf back
-# in place. The mount polls pause while it runs (a few hundred ms). If it fails,
-# the old rules stay (names do not resolve: closed) and it is not retried until
-# resolv.conf changes again; `doctor` then fails on resolv.conf.
+# in place. The mount polls pause while it runs (a few hundred ms). If it fails
+# three times (a second apart), the old rules stay (names do not resolve:
+# closed) and it is not tried again until resolv.conf changes; `doctor` then
+# fails on resolv.conf.
 # It runs as root: `node` can neither signal it nor write its state.
 #
 # Environment (defaults in brackets):
@@ -185,7 +186,7 @@ compromised() {
 
 # DNS_ON: --dns given (then "armed" once the sandbox is ready); DNS_SEEN: the
 # resolv.conf text last acted on, or found to be ours.
-DNS_ON="" DNS_SEEN=""
+DNS_ON="" DNS_SEEN="" DNS_FAILS=0
 
 # read_resolv VAR: resolv.conf's text, with builtins (it is read on every poll).
 read_resolv() {
@@ -226,8 +227,17 @@ dns_poll() {
   [[ "$servers" != 127.0.0.1 ]] || return 0
   dns_note "resolv.conf rewritten (nameservers: ${servers:-none}): reloading the firewall for them"
   if "$FIREWALL" > /dev/null 2>> "$STATE/firewall.log" 3>&-; then
+    DNS_FAILS=0
     dns_note "resolv.conf points at 127.0.0.1 again"
+  elif ((++DNS_FAILS < 3)); then
+    # Another reload at the same time (`firewall allow` restarting dnsmasq) can
+    # make this one fail: again in a second, twice at most.
+    dns_note "reloading the firewall failed; trying again in 1 s"
+    DNS_SEEN=""
+    read -r -t 1 -u 3 _ || :
+    return 0
   else
+    DNS_FAILS=0
     dns_note "reloading the firewall failed; names do not resolve until resolv.conf changes again or the sandbox restarts"
     printf 'mount-watch: resolv.conf was rewritten and reloading the firewall failed: names do not resolve (see %s)\n' "$STATE/firewall.log" >&2
   fi

@@ -265,23 +265,43 @@ setpriv --reuid=node --regid=node --clear-groups kill -s KILL -- 40'
   wait_reloads 2
 }
 
-@test "--dns: a failed reload is logged and not retried until resolv.conf changes again" {
+@test "--dns: a failed reload is tried twice more, a second apart, then not until resolv.conf changes again" {
   dns_setup 'echo "init-firewall: cannot load IPv4 rules" >&2; exit 1'
   watch_bg --dns
   : > "$TEST_TMP/state/ready"
   engine_writes $'nameserver 127.0.0.11\n'
   wait_reloads 1
-  sleep 0.15
+  sleep 0.5
   run reloads
   assert_output 1
+  wait_reloads 3
+  sleep 1.5
+  run reloads
+  assert_output 3
+  run grep -c '^init-firewall: cannot load IPv4 rules$' "$TEST_TMP/state/firewall.log"
+  assert_output 3
+  run grep -c 'dns-watch: reloading the firewall failed; trying again in 1 s$' "$TEST_TMP/state/firewall.log"
+  assert_output 2
   run cat "$TEST_TMP/state/firewall.log"
-  assert_line 'init-firewall: cannot load IPv4 rules'
   assert_line --regexp 'dns-watch: reloading the firewall failed; names do not resolve until resolv.conf changes again or the sandbox restarts$'
   run cat "$TEST_TMP/err"
   assert_output --partial 'mount-watch: resolv.conf was rewritten and reloading the firewall failed'
   engine_writes $'nameserver 127.0.0.11\nnameserver 10.89.1.1\n'
-  wait_reloads 2
+  wait_reloads 4
   kill -0 "$WATCH_PID"
+}
+
+@test "--dns: a reload that fails once (a concurrent firewall allow) succeeds on the retry" {
+  dns_setup 'if [ ! -e "$TEST_TMP/failed-once" ]; then : > "$TEST_TMP/failed-once"; exit 1; fi; printf "nameserver 127.0.0.1\\n" > "$AGENT_SANDBOX_RESOLV_CONF"'
+  watch_bg --dns
+  : > "$TEST_TMP/state/ready"
+  engine_writes $'nameserver 127.0.0.11\n'
+  wait_reloads 2
+  run cat "$AGENT_SANDBOX_RESOLV_CONF"
+  assert_output 'nameserver 127.0.0.1'
+  sleep 0.2
+  run reloads
+  assert_output 2
 }
 
 @test "--dns without protected paths: keeps running (says watching, writes its pid)" {
