@@ -15,10 +15,11 @@
  *    has written it back, and until the resolver answers again.
  */
 import {execFileSync} from 'node:child_process'
-import {chownSync, mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {chownSync, mkdirSync, mkdtempSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join, resolve} from 'node:path'
 import {fileURLToPath} from 'node:url'
+import {removeScratchWorkspace} from './lib/fixtures.js'
 
 const REPO = resolve(fileURLToPath(new URL('..', import.meta.url)))
 const BIN = join(REPO, 'bin', 'agent-sandbox')
@@ -82,12 +83,5 @@ try {
   console.log(`resolv.conf written back after (ms): ${sorted(back).join(' ')}`)
   console.log(`resolver answering again after (ms): ${sorted(answers).join(' ')}`)
 } finally {
-  try {
-    sh(BIN, ['rm', ws, '--volumes', '--yes'])
-  } catch {}
-  try {
-    const image = sh('docker', ['images', '-q', '--filter', `label=dev.agent-sandbox.workspace=${ws}`]).trim()
-    if (image) sh('docker', ['rmi', '-f', ...image.split('\n')])
-  } catch {}
-  rmSync(parent, {recursive: true, force: true})
+  removeScratchWorkspace(BIN, ws, parent, env)
 }
