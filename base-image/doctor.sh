@@ -21,6 +21,8 @@
 #     its keys win, and the push gate answers at the remote `host`.
 # With network mode "none" it checks that there is no route at all instead; with
 # "open" it reports that egress is not filtered.
+# As root (--mounts, or a full run as root) it also checks that mount-watch runs
+# with --dns, keeping resolv.conf pointed at the sandbox resolver.
 # It also checks that every protected path (AGENT_SANDBOX_PROTECTED_MOUNTS) is still
 # a read-only mount in /proc/self/mountinfo (the host can detach one, see
 # mount-watch.sh), that mount-watch has not marked the sandbox compromised, and that
@@ -173,6 +175,23 @@ check_mounts() {
   fi
 }
 
+# check_dns_watch: as root, with the firewall: mount-watch runs with --dns, which
+# points resolv.conf back at the sandbox resolver when the engine rewrites it (a
+# network connected later) and reloads the firewall for the new resolvers.
+check_dns_watch() {
+  [ "$MODE" = firewall ] && [ "$(id -u)" = 0 ] || return 0
+  local pid args=""
+  pid="$(head -n 1 "$STATE/mount-watch.pid" 2> /dev/null | tr -dc '0-9' || true)"
+  if [ -n "$pid" ] && kill -0 "$pid" 2> /dev/null; then
+    args="$(tr '\0' ' ' < "/proc/$pid/cmdline" 2> /dev/null || true)"
+  fi
+  if [[ " $args" == *" --dns "* ]]; then
+    pass dns-watch "mount-watch --dns running (pid $pid): a resolv.conf the engine rewrites is pointed back at 127.0.0.1"
+  else
+    fail dns-watch "mount-watch --dns is not running: after a network is connected later no name would resolve; restart the sandbox"
+  fi
+}
+
 # ---- network ---------------------------------------------------------------
 
 # gateway FAMILY: the default gateway for -4 or -6, or nothing.
@@ -268,7 +287,7 @@ check_resolver() {
   if [ "$servers" = 127.0.0.1 ]; then
     pass resolv-conf "$RESOLV points at the sandbox resolver only (127.0.0.1)"
   else
-    fail resolv-conf "$RESOLV lists '${servers:-no nameserver}', not only 127.0.0.1"
+    fail resolv-conf "$RESOLV lists '${servers:-no nameserver}', not only 127.0.0.1: the engine rewrote it (a network connected later?) and it was not pointed back, so names do not resolve (see $STATE/firewall.log); restart the sandbox"
   fi
 }
 
@@ -504,9 +523,13 @@ check_git() {
 
 if [ "$PART" = mounts ]; then
   check_mounts
+  check_dns_watch
   exit "$failed"
 fi
-[ "$PART" = others ] || check_mounts
+if [ "$PART" != others ]; then
+  check_mounts
+  check_dns_watch
+fi
 check_unprivileged
 check_ready
 case "$MODE" in

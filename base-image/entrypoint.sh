@@ -6,6 +6,7 @@
 #   2. sets the host's git identity for `node` (AGENT_SANDBOX_GIT_NAME/EMAIL),
 #   3. starts mount-watch, which keeps the protected paths read-only or kills
 #      `node`'s processes (AGENT_SANDBOX_PROTECTED_MOUNTS; see mount-watch.sh),
+#      and with the firewall keeps /etc/resolv.conf pointed at its resolver,
 #   4. installs the egress firewall (AGENT_SANDBOX_NETWORK=firewall|none|open),
 #   5. gives the agent a git directory of its own over the host's .git
 #      (agent-git.sh; AGENT_SANDBOX_HOST_GIT, AGENT_SANDBOX_GIT_WORKTREE, AGENT_SANDBOX_GATE_URL),
@@ -206,10 +207,13 @@ setup_network() {
 # start_watch: start mount-watch in the background (it outlives this script's
 # exec of sleep or the command). It checks the mounts while the firewall is set
 # up; watch_started reads its verdict, one line, before the sandbox is ready.
+# With the firewall it also watches resolv.conf (--dns), from ready on.
 WATCH_FD=""
 start_watch() {
-  [[ -n "${AGENT_SANDBOX_PROTECTED_MOUNTS:-}" ]] || return 0
-  exec {WATCH_FD}< <(exec "$MOUNT_WATCH")
+  local -a args=()
+  [[ "${AGENT_SANDBOX_NETWORK:-firewall}" != firewall ]] || args=(--dns)
+  [[ -n "${AGENT_SANDBOX_PROTECTED_MOUNTS:-}" || "${#args[@]}" -gt 0 ]] || return 0
+  exec {WATCH_FD}< <(exec "$MOUNT_WATCH" "${args[@]}")
 }
 
 watch_started() {

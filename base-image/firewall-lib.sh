@@ -170,7 +170,10 @@ fw_is_ipv6() {
 
 # fw_read_upstreams: fill FW_UPSTREAMS. Order of preference:
 #  1. $FW_STATE/upstream-resolvers (saved by an earlier run in this boot; by now
-#     resolv.conf already points at 127.0.0.1);
+#     resolv.conf points at 127.0.0.1), after the `nameserver` lines resolv.conf
+#     has again: the engine rewrote it since (a network connected later: Docker
+#     writes its own 127.0.0.11 there, Podman puts the new network's DNS in front),
+#     and its newest resolvers come first, as the C library would ask them;
 #  2. the `nameserver` lines of resolv.conf, other than our own 127.0.0.1;
 #  3. $FW_PERSIST_DIR/upstream-resolvers (saved at an earlier boot: Docker does not
 #     rewrite a resolv.conf the container has modified, so after a restart it may
@@ -179,30 +182,36 @@ fw_is_ipv6() {
 fw_read_upstreams() {
   local saved="$FW_STATE/upstream-resolvers" persisted="$FW_PERSIST_DIR/upstream-resolvers"
   local key addr rest
+  local -a earlier=()
+  local -A have=()
   FW_UPSTREAMS=()
-  if [ -s "$saved" ]; then
-    fw_read_lines FW_UPSTREAMS "$saved"
-  else
-    if [ -r "$FW_RESOLV_CONF" ]; then
-      while read -r key addr rest; do
-        [ "$key" = nameserver ] || continue
-        if [ -z "$addr" ] || [ "$addr" = 127.0.0.1 ]; then continue; fi
-        : "$rest"
-        if fw_valid_ip "$addr"; then
-          FW_UPSTREAMS+=("$addr")
-        else
-          warn "ignoring nameserver '$addr' in $FW_RESOLV_CONF"
-        fi
-      done < "$FW_RESOLV_CONF"
-    fi
-    if [ "${#FW_UPSTREAMS[@]}" -eq 0 ] && [ -s "$persisted" ]; then
-      fw_read_lines FW_UPSTREAMS "$persisted"
-      warn "no upstream nameserver in $FW_RESOLV_CONF; reusing the ones saved in $persisted"
-    fi
+  if [ -r "$FW_RESOLV_CONF" ]; then
+    while read -r key addr rest; do
+      [ "$key" = nameserver ] || continue
+      if [ -z "$addr" ] || [ "$addr" = 127.0.0.1 ]; then continue; fi
+      : "$rest"
+      if ! fw_valid_ip "$addr"; then
+        warn "ignoring nameserver '$addr' in $FW_RESOLV_CONF"
+      elif [ -z "${have[$addr]:-}" ]; then
+        have[$addr]=1
+        FW_UPSTREAMS+=("$addr")
+      fi
+    done < "$FW_RESOLV_CONF"
   fi
-  for addr in "${FW_UPSTREAMS[@]}"; do
-    fw_valid_ip "$addr" || abort "invalid upstream resolver '$addr' in $saved"
-  done
+  if [ -s "$saved" ]; then
+    fw_read_lines earlier "$saved"
+    for addr in "${earlier[@]}"; do
+      fw_valid_ip "$addr" || abort "invalid upstream resolver '$addr' in $saved"
+      [ -n "${have[$addr]:-}" ] || FW_UPSTREAMS+=("$addr")
+      have[$addr]=1
+    done
+  elif [ "${#FW_UPSTREAMS[@]}" -eq 0 ] && [ -s "$persisted" ]; then
+    fw_read_lines FW_UPSTREAMS "$persisted"
+    warn "no upstream nameserver in $FW_RESOLV_CONF; reusing the ones saved in $persisted"
+    for addr in "${FW_UPSTREAMS[@]}"; do
+      fw_valid_ip "$addr" || abort "invalid upstream resolver '$addr' in $persisted"
+    done
+  fi
   [ "${#FW_UPSTREAMS[@]}" -gt 0 ] || abort "no upstream nameserver found in $FW_RESOLV_CONF"
   fw_write_file "$saved" printf '%s\n' "${FW_UPSTREAMS[@]}"
   if [ -d "$FW_PERSIST_DIR" ] || mkdir -p "$FW_PERSIST_DIR" 2>/dev/null; then

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# mount-watch [--check]: keep the workspace's protected paths read-only, or stop the agent.
+# mount-watch [--check | --dns]: keep the workspace's protected paths read-only, or
+# stop the agent; with --dns, also keep the system resolver pointed at the firewall's.
 #
 # Installed as /usr/local/sbin/mount-watch (root, 0755). The entrypoint starts it
-# as root, in the background, before the sandbox is marked ready; `--check` only
-# checks once and exits (0 if every protected mount is in place, 1 if not).
+# as root, in the background, before the sandbox is marked ready (with --dns in
+# network mode "firewall"); `--check` only checks once and exits (0 if every
+# protected mount is in place, 1 if not).
 #
 # Each protected path is a read-only bind mount over a host path inside the
 # read-write workspace mount. When the HOST renames a file over that mount point
@@ -23,6 +25,19 @@
 #      STATE/compromised, and from then on kills any process of that user that
 #      appears (seen in two polls in a row), except sandbox-exec refusing to
 #      run (it only prints and exits).
+# With --dns, each poll also reads /etc/resolv.conf (one read(2), no fork), once
+# the sandbox is ready. The engine rewrites that file when a network is connected
+# later (Docker: to its own 127.0.0.11; Podman: the new network's DNS in front),
+# and every name would then stop resolving (the agent may not use those resolvers
+# directly). When it lists any nameserver but 127.0.0.1, this runs init-firewall
+# again (AGENT_SANDBOX_FIREWALL_SCRIPT), which takes the new nameservers as the
+# resolver's first upstreams (firewall-lib.sh fw_read_upstreams), reloads the
+# rules for them (DNS to them for the resolver's uid only; default-deny for
+# every interface, the new one too), restarts dnsmasq and writes resolv.conf back
+# in place. The mount polls pause while it runs (a few hundred ms). If it fails
+# three times (a second apart), the old rules stay (names do not resolve:
+# closed) and it is not tried again until resolv.conf changes; `doctor` then
+# fails on resolv.conf.
 # It runs as root: `node` can neither signal it nor write its state.
 #
 # Environment (defaults in brackets):
@@ -34,6 +49,8 @@
 #   AGENT_SANDBOX_USER              [node]
 #   AGENT_SANDBOX_MOUNTINFO         [/proc/self/mountinfo] (tests)
 #   AGENT_SANDBOX_PROC_DIR          [/proc] (tests)
+#   AGENT_SANDBOX_RESOLV_CONF       [/etc/resolv.conf] (tests)
+#   AGENT_SANDBOX_FIREWALL_SCRIPT   [/usr/local/sbin/init-firewall.sh] (tests)
 set -euo pipefail
 
 STATE="${AGENT_SANDBOX_STATE_DIR:-/run/agent-sandbox}"
@@ -42,6 +59,8 @@ PROC="${AGENT_SANDBOX_PROC_DIR:-/proc}"
 INTERVAL="${AGENT_SANDBOX_WATCH_INTERVAL:-0.05}"
 NODE_USER="${AGENT_SANDBOX_USER:-node}"
 SANDBOX_EXEC=/usr/local/bin/sandbox-exec
+RESOLV="${AGENT_SANDBOX_RESOLV_CONF:-/etc/resolv.conf}"
+FIREWALL="${AGENT_SANDBOX_FIREWALL_SCRIPT:-/usr/local/sbin/init-firewall.sh}"
 
 abort() {
   printf 'mount-watch: %s\n' "$*" >&2
@@ -165,14 +184,75 @@ compromised() {
   sweep
 }
 
+# DNS_ON: --dns given (then "armed" once the sandbox is ready); DNS_SEEN: the
+# resolv.conf text last acted on, or found to be ours.
+DNS_ON="" DNS_SEEN="" DNS_FAILS=0
+
+# read_resolv VAR: resolv.conf's text, with builtins (it is read on every poll).
+read_resolv() {
+  local resolv_text=""
+  { IFS= read -r -d '' resolv_text < "$RESOLV"; } 2> /dev/null || true
+  printf -v "$1" '%s' "$resolv_text"
+}
+
+# nameservers VAR TEXT: the nameserver addresses in resolv.conf TEXT, space separated.
+nameservers() {
+  local line ns_list=""
+  while IFS= read -r line; do
+    if [[ "$line" =~ ^[[:space:]]*nameserver[[:space:]]+([^[:space:]]+) ]]; then ns_list+="${ns_list:+ }${BASH_REMATCH[1]}"; fi
+  done <<< "$2"
+  printf -v "$1" '%s' "$ns_list"
+}
+
+# dns_note MSG: a timestamped line in the firewall's log (as firewall-lib.sh fw_log writes).
+dns_note() {
+  TZ=UTC printf '%(%Y-%m-%dT%H:%M:%SZ)T dns-watch: %s\n' -1 "$*" >> "$STATE/firewall.log" 2> /dev/null || true
+}
+
+# dns_poll: once the sandbox is ready, act on a resolv.conf that names any
+# nameserver but 127.0.0.1, or none at all.
+dns_poll() {
+  [[ -n "$DNS_ON" ]] || return 0
+  if [[ "$DNS_ON" != armed ]]; then
+    # Not during set-up: init-firewall itself is about to write resolv.conf.
+    [[ -e "$STATE/ready" ]] || return 0
+    DNS_ON=armed
+  fi
+  local text servers
+  read_resolv text
+  # Empty: read between the engine's truncate and its write; the next poll sees the text.
+  [[ -n "$text" && "$text" != "$DNS_SEEN" ]] || return 0
+  DNS_SEEN="$text"
+  nameservers servers "$text"
+  [[ "$servers" != 127.0.0.1 ]] || return 0
+  dns_note "resolv.conf rewritten (nameservers: ${servers:-none}): reloading the firewall for them"
+  if "$FIREWALL" > /dev/null 2>> "$STATE/firewall.log" 3>&-; then
+    DNS_FAILS=0
+    dns_note "resolv.conf points at 127.0.0.1 again"
+  elif ((++DNS_FAILS < 3)); then
+    # Another reload at the same time (`firewall allow` restarting dnsmasq) can
+    # make this one fail: again in a second, twice at most.
+    dns_note "reloading the firewall failed; trying again in 1 s"
+    DNS_SEEN=""
+    read -r -t 1 -u 3 _ || :
+    return 0
+  else
+    DNS_FAILS=0
+    dns_note "reloading the firewall failed; names do not resolve until resolv.conf changes again or the sandbox restarts"
+    printf 'mount-watch: resolv.conf was rewritten and reloading the firewall failed: names do not resolve (see %s)\n' "$STATE/firewall.log" >&2
+  fi
+  read_resolv DNS_SEEN
+}
+
 main() {
-  case "${1:-}" in
+  case "$*" in
     "" | --check) ;;
-    *) abort "unknown argument '$1' (usage: ${0##*/} [--check])" ;;
+    --dns) DNS_ON=1 ;;
+    *) abort "unknown argument '$*' (usage: ${0##*/} [--check | --dns])" ;;
   esac
   check_start
   [[ "${1:-}" != --check ]] || exit 0
-  if [[ "${#WANT[@]}" -eq 0 ]]; then
+  if [[ "${#WANT[@]}" -eq 0 && -z "$DNS_ON" ]]; then
     printf 'watching\n'
     exit 0
   fi
@@ -192,7 +272,10 @@ main() {
   local -a lines=()
   local -A seen=()
   while :; do
-    if [[ -z "$lost" ]]; then
+    dns_poll
+    if [[ "${#WANT[@]}" -eq 0 ]]; then
+      :
+    elif [[ -z "$lost" ]]; then
       # Unreadable counts as every mount gone: fail closed.
       mapfile -t lines < "$MOUNTINFO" || lines=()
       seen=()

@@ -15,10 +15,11 @@
  * sandbox's processes from the host's /proc) and the CLI built.
  */
 import {execFileSync} from 'node:child_process'
-import {chownSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync} from 'node:fs'
+import {chownSync, mkdirSync, mkdtempSync, readFileSync, renameSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join, resolve} from 'node:path'
 import {fileURLToPath} from 'node:url'
+import {removeScratchWorkspace} from './lib/fixtures.js'
 
 const REPO = resolve(fileURLToPath(new URL('..', import.meta.url)))
 const BIN = join(REPO, 'bin', 'agent-sandbox')
@@ -82,14 +83,7 @@ try {
     samples.push(performance.now() - t0)
   }
 } finally {
-  try {
-    sh(BIN, ['rm', ws, '--volumes', '--yes'])
-  } catch {}
-  try {
-    const image = sh('docker', ['images', '-q', '--filter', `label=dev.agent-sandbox.workspace=${ws}`]).trim()
-    if (image) sh('docker', ['rmi', '-f', ...image.split('\n')])
-  } catch {}
-  rmSync(parent, {recursive: true, force: true})
+  removeScratchWorkspace(BIN, ws, parent, env)
 }
 const sorted = [...samples].sort((a, b) => a - b)
 const q = (p) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]

@@ -151,3 +151,17 @@ export function cleanup(id, root, log = (/** @type {string} */ _message) => {}) 
     log(`could not remove ${root}: ${error instanceof Error ? error.message : String(error)}`)
   }
 }
+
+/**
+ * Remove what a hand-run measurement (mount-watch-window.js, dns-watch.js) made
+ * for its one workspace: the sandbox and its volumes, the workspace's image,
+ * and PARENT, the temporary directory that holds the workspace. Best effort.
+ * @param {string} bin @param {string} ws @param {string} parent @param {NodeJS.ProcessEnv} env
+ */
+export function removeScratchWorkspace(bin, ws, parent, env) {
+  spawnSync(bin, ['rm', ws, '--volumes', '--yes'], {env, stdio: 'ignore'})
+  const images = spawnSync('docker', ['images', '-q', '--filter', `label=dev.agent-sandbox.workspace=${ws}`], {env, encoding: 'utf8'})
+  const ids = (images.stdout ?? '').split('\n').filter(Boolean)
+  if (ids.length) spawnSync('docker', ['rmi', '-f', ...ids], {env, stdio: 'ignore'})
+  rmSync(parent, {recursive: true, force: true})
+}

@@ -19,6 +19,8 @@ setup() {
   mkdir -p "$AGENT_SANDBOX_HISTORY_DIR"
   : > "$AGENT_SANDBOX_HISTORY_DIR/.bash_history"
   firewall 'exit 0'
+  export AGENT_SANDBOX_MOUNT_WATCH="$TEST_TMP/mount-watch"
+  mount_watch 'echo watching'
   # node is uid/gid 1000, and every directory already belongs to it, unless a test says otherwise.
   stub id "$(id_body '-u*) echo "${STUB_NODE_UID:-1000}" ;;')"
   stat_as '${STUB_OWNER_UID:-1000}' '${STUB_OWNER_GID:-1000}'
@@ -50,6 +52,17 @@ for f in ready failed; do [ ! -e "\$AGENT_SANDBOX_STATE_DIR/\$f" ] || echo "fire
 $1
 EOF
   chmod +x "$AGENT_SANDBOX_FIREWALL_SCRIPT"
+}
+
+# mount_watch BODY: the watcher logs "mount-watch ARGS...", then runs BODY (its first
+# stdout line is its verdict).
+mount_watch() {
+  cat > "$AGENT_SANDBOX_MOUNT_WATCH" <<EOF
+#!/usr/bin/env bash
+echo "mount-watch \$*" >> "\$STUB_LOG"
+$1
+EOF
+  chmod +x "$AGENT_SANDBOX_MOUNT_WATCH"
 }
 
 # argv_of N: the argv of the Nth setpriv call, one word a line.
@@ -126,6 +139,39 @@ sleep: ready exists"
   [ -e "$AGENT_SANDBOX_STATE_DIR/ready" ]
   run grep -c '^firewall' "$STUB_LOG"
   assert_output 0
+}
+
+@test "mount-watch: with the firewall it always runs and watches resolv.conf (--dns); without, only for protected paths" {
+  unset AGENT_SANDBOX_PROTECTED_MOUNTS
+  run "$SCRIPT"
+  assert_success
+  run grep '^mount-watch' "$STUB_LOG"
+  assert_output 'mount-watch --dns'
+  : > "$STUB_LOG"
+  AGENT_SANDBOX_PROTECTED_MOUNTS=/workspace/.husky AGENT_SANDBOX_NETWORK=firewall run "$SCRIPT"
+  assert_success
+  run grep '^mount-watch' "$STUB_LOG"
+  assert_output 'mount-watch --dns'
+  for mode in none open; do
+    : > "$STUB_LOG"
+    AGENT_SANDBOX_NETWORK="$mode" run "$SCRIPT"
+    assert_success
+    run grep -c '^mount-watch' "$STUB_LOG"
+    assert_output 0
+    : > "$STUB_LOG"
+    AGENT_SANDBOX_PROTECTED_MOUNTS=/workspace/.husky AGENT_SANDBOX_NETWORK="$mode" run "$SCRIPT"
+    assert_success
+    run grep '^mount-watch' "$STUB_LOG"
+    assert_output 'mount-watch '
+  done
+}
+
+@test "mount-watch: a verdict other than watching fails set-up, and the sandbox is never ready" {
+  mount_watch 'echo "fail: protected path /workspace/.husky is not mounted"'
+  run --separate-stderr "$SCRIPT"
+  assert_failure 1
+  assert_equal "$stderr" 'agent-sandbox: protected path /workspace/.husky is not mounted'
+  [ ! -e "$AGENT_SANDBOX_STATE_DIR/ready" ]
 }
 
 @test "an unknown network mode fails before anything is ready" {

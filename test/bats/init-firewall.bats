@@ -346,6 +346,51 @@ server=/github.com/10.255.255.53'
   assert_output 1
 }
 
+@test "a network connected later (Docker writes its 127.0.0.11): a re-run asks it first, lets its forwards out, points resolv.conf back" {
+  printf 'nameserver 10.255.255.53\n' > "$AGENT_SANDBOX_RESOLV_CONF"
+  run "$SCRIPT"
+  assert_success
+  # Before: the host's resolver, asked by dnsmasq itself; no DNS out for uid 0.
+  run grep -- '--uid-owner 0 ' "$TEST_TMP/rules4"
+  assert_failure
+  printf 'nameserver 127.0.0.11\noptions ndots:0\n' > "$AGENT_SANDBOX_RESOLV_CONF"
+  run "$SCRIPT"
+  assert_success
+  run cat "$AGENT_SANDBOX_STATE_DIR/upstream-resolvers"
+  assert_output $'127.0.0.11\n10.255.255.53'
+  run cat "$AGENT_SANDBOX_PERSIST_DIR/upstream-resolvers"
+  assert_output $'127.0.0.11\n10.255.255.53'
+  run grep '^server=/github.com/' "$AGENT_SANDBOX_STATE_DIR/dnsmasq.conf"
+  assert_output $'server=/github.com/127.0.0.11\nserver=/github.com/10.255.255.53'
+  run cat "$TEST_TMP/rules4"
+  assert_line '-A OUTPUT -d 127.0.0.11 -m owner --uid-owner 999 -j ACCEPT'
+  assert_line '-A OUTPUT -d 127.0.0.11 -j REJECT --reject-with icmp-port-unreachable'
+  assert_line '-A OUTPUT -p udp -m udp --dport 53 -m owner --uid-owner 0 -j ACCEPT'
+  assert_line ':OUTPUT DROP [0:0]'
+  run grep -v '^#' "$AGENT_SANDBOX_RESOLV_CONF"
+  assert_output $'nameserver 127.0.0.1\noptions ndots:0'
+  # A re-run with resolv.conf ours again changes nothing.
+  run "$SCRIPT"
+  assert_success
+  run cat "$AGENT_SANDBOX_STATE_DIR/upstream-resolvers"
+  assert_output $'127.0.0.11\n10.255.255.53'
+}
+
+@test "a network connected later (Podman puts its DNS in front of ours): new first, no duplicates, DNS to it for dnsmasq only" {
+  printf 'nameserver 10.89.0.1\nnameserver 10.255.255.53\n' > "$AGENT_SANDBOX_RESOLV_CONF"
+  run "$SCRIPT"
+  assert_success
+  printf 'nameserver 10.89.1.1\nnameserver 10.255.255.53\nnameserver 127.0.0.1\n' > "$AGENT_SANDBOX_RESOLV_CONF"
+  run "$SCRIPT"
+  assert_success
+  run cat "$AGENT_SANDBOX_STATE_DIR/upstream-resolvers"
+  assert_output $'10.89.1.1\n10.255.255.53\n10.89.0.1'
+  run grep -- '-d 10.89.1.1 ' "$TEST_TMP/rules4"
+  assert_output $'-A OUTPUT -d 10.89.1.1 -p udp -m udp --dport 53 -m owner --uid-owner 999 -j ACCEPT\n-A OUTPUT -d 10.89.1.1 -p tcp -m tcp --dport 53 -m owner --uid-owner 999 -j ACCEPT'
+  run grep -c '^nameserver' "$AGENT_SANDBOX_RESOLV_CONF"
+  assert_output 1
+}
+
 @test "a stale pid file naming another program does not kill it" {
   local other
   other="$(fake notdnsmasq)"

@@ -53,11 +53,47 @@ proc() {
   printf '%s\0' "$@" > "$AGENT_SANDBOX_PROC_DIR/$pid/cmdline"
 }
 
-# watch_bg: start the watcher; its first line goes to $TEST_TMP/out.
+# watch_bg [ARG...]: start the watcher; its first line goes to $TEST_TMP/out.
 watch_bg() {
-  "$SCRIPT" > "$TEST_TMP/out" 2> "$TEST_TMP/err" &
+  "$SCRIPT" "$@" > "$TEST_TMP/out" 2> "$TEST_TMP/err" &
   WATCH_PID=$!
   wait_for "$TEST_TMP/state/mount-watch.pid"
+}
+
+# dns_setup [BODY]: a resolv.conf of the firewall's, and a firewall script that runs
+# BODY (by default, writes resolv.conf back as init-firewall does), then logs "firewall".
+dns_setup() {
+  export AGENT_SANDBOX_RESOLV_CONF="$TEST_TMP/resolv.conf"
+  export AGENT_SANDBOX_FIREWALL_SCRIPT="$TEST_TMP/init-firewall.sh"
+  printf '# Written by agent-sandbox\nnameserver 127.0.0.1\n' > "$AGENT_SANDBOX_RESOLV_CONF"
+  cat > "$AGENT_SANDBOX_FIREWALL_SCRIPT" << EOF
+#!/usr/bin/env bash
+( ${1:-printf 'nameserver 127.0.0.1\\n' > "\$AGENT_SANDBOX_RESOLV_CONF"} )
+rc=\$?
+echo firewall >> "\$STUB_LOG"
+exit "\$rc"
+EOF
+  chmod +x "$AGENT_SANDBOX_FIREWALL_SCRIPT"
+}
+
+# engine_writes TEXT: rewrite resolv.conf in place, as Docker and Podman do.
+engine_writes() {
+  printf '%s' "$1" > "$AGENT_SANDBOX_RESOLV_CONF"
+}
+
+# reloads: how many times the firewall script ran.
+reloads() {
+  grep -c '^firewall$' "$STUB_LOG" || true
+}
+
+# wait_reloads N: up to 5 s for the firewall script to have run N times.
+wait_reloads() {
+  local i
+  for ((i = 0; i < 500; i++)); do
+    [ "$(reloads)" -lt "$1" ] || return 0
+    sleep 0.01
+  done
+  return 1
 }
 
 # wait_for FILE: up to 5 s.
@@ -161,11 +197,13 @@ setpriv --reuid=node --regid=node --clear-groups kill -s KILL -- 40'
   assert_output 1
 }
 
-@test "no fork per poll: 100 polls in its own pid namespace start no process" {
+@test "no fork per poll: 100 polls in its own pid namespace start no process (with --dns, ready, resolv.conf ours)" {
   [ "$EUID" = 0 ] && command -v unshare > /dev/null || fail "needs root and unshare(1) (CI runs the bats suite as root)"
+  dns_setup
+  : > "$TEST_TMP/state/ready"
   # Inside a new pid namespace, ns_last_pid counts every process started there.
   run unshare --pid --fork bash -c '
-    "$0" > /dev/null 2>&1 &
+    "$0" --dns > /dev/null 2>&1 &
     while [ ! -e "$AGENT_SANDBOX_STATE_DIR/mount-watch.pid" ]; do read -r -t 0.01 _ <> <(:) || :; done
     before=$(< /proc/sys/kernel/ns_last_pid)
     read -r -t 1 _ <> <(:) || :
@@ -175,6 +213,121 @@ setpriv --reuid=node --regid=node --clear-groups kill -s KILL -- 40'
   read -r before after <<< "$output"
   # One pid for the second <(:) of the caller itself; none from the watcher's ~100 polls.
   (( after - before <= 1 ))
+}
+
+@test "--dns: once ready, a resolv.conf naming another nameserver reloads the firewall once; ours never does" {
+  dns_setup
+  watch_bg --dns
+  # Before ready (set-up writes resolv.conf itself): not looked at.
+  engine_writes $'nameserver 127.0.0.11\noptions ndots:0\n'
+  sleep 0.1
+  run reloads
+  assert_output 0
+  : > "$TEST_TMP/state/ready"
+  wait_reloads 1
+  run cat "$AGENT_SANDBOX_RESOLV_CONF"
+  assert_output 'nameserver 127.0.0.1'
+  # The file it wrote back is its own: no second reload.
+  sleep 0.1
+  run reloads
+  assert_output 1
+  # Podman puts a new network's DNS in front of ours.
+  engine_writes $'nameserver 10.89.1.1\nnameserver 127.0.0.1\n'
+  wait_reloads 2
+  # A change that keeps 127.0.0.1 the only nameserver (search, options): left alone.
+  engine_writes $'search corp.example\n  nameserver\t127.0.0.1\n'
+  sleep 0.1
+  run reloads
+  assert_output 2
+  run grep -c 'dns-watch: ' "$TEST_TMP/state/firewall.log"
+  assert_output 4
+  run grep -o 'dns-watch: .*' "$TEST_TMP/state/firewall.log"
+  assert_line --index 0 'dns-watch: resolv.conf rewritten (nameservers: 127.0.0.11): reloading the firewall for them'
+  assert_line --index 1 'dns-watch: resolv.conf points at 127.0.0.1 again'
+  assert_line --index 2 'dns-watch: resolv.conf rewritten (nameservers: 10.89.1.1 127.0.0.1): reloading the firewall for them'
+  kill -0 "$WATCH_PID"
+}
+
+@test "--dns: a resolv.conf with no nameserver at all reloads too; without --dns resolv.conf is never read" {
+  dns_setup
+  watch_bg
+  : > "$TEST_TMP/state/ready"
+  engine_writes $'nameserver 127.0.0.11\n'
+  sleep 0.15
+  run reloads
+  assert_output 0
+  kill "$WATCH_PID"
+  wait "$WATCH_PID" || true
+  rm -f "$TEST_TMP/state/mount-watch.pid"
+  watch_bg --dns
+  wait_reloads 1
+  engine_writes $'options ndots:0\n'
+  wait_reloads 2
+}
+
+@test "--dns: a failed reload is tried twice more, a second apart, then not until resolv.conf changes again" {
+  dns_setup 'echo "init-firewall: cannot load IPv4 rules" >&2; exit 1'
+  watch_bg --dns
+  : > "$TEST_TMP/state/ready"
+  engine_writes $'nameserver 127.0.0.11\n'
+  wait_reloads 1
+  sleep 0.5
+  run reloads
+  assert_output 1
+  wait_reloads 3
+  sleep 1.5
+  run reloads
+  assert_output 3
+  run grep -c '^init-firewall: cannot load IPv4 rules$' "$TEST_TMP/state/firewall.log"
+  assert_output 3
+  run grep -c 'dns-watch: reloading the firewall failed; trying again in 1 s$' "$TEST_TMP/state/firewall.log"
+  assert_output 2
+  run cat "$TEST_TMP/state/firewall.log"
+  assert_line --regexp 'dns-watch: reloading the firewall failed; names do not resolve until resolv.conf changes again or the sandbox restarts$'
+  run cat "$TEST_TMP/err"
+  assert_output --partial 'mount-watch: resolv.conf was rewritten and reloading the firewall failed'
+  engine_writes $'nameserver 127.0.0.11\nnameserver 10.89.1.1\n'
+  wait_reloads 4
+  kill -0 "$WATCH_PID"
+}
+
+@test "--dns: a reload that fails once (a concurrent firewall allow) succeeds on the retry" {
+  dns_setup 'if [ ! -e "$TEST_TMP/failed-once" ]; then : > "$TEST_TMP/failed-once"; exit 1; fi; printf "nameserver 127.0.0.1\\n" > "$AGENT_SANDBOX_RESOLV_CONF"'
+  watch_bg --dns
+  : > "$TEST_TMP/state/ready"
+  engine_writes $'nameserver 127.0.0.11\n'
+  wait_reloads 2
+  run cat "$AGENT_SANDBOX_RESOLV_CONF"
+  assert_output 'nameserver 127.0.0.1'
+  sleep 0.2
+  run reloads
+  assert_output 2
+}
+
+@test "--dns without protected paths: keeps running (says watching, writes its pid)" {
+  unset AGENT_SANDBOX_PROTECTED_MOUNTS
+  dns_setup
+  watch_bg --dns
+  run cat "$TEST_TMP/out"
+  assert_output watching
+  kill -0 "$WATCH_PID"
+  : > "$TEST_TMP/state/ready"
+  engine_writes $'nameserver 127.0.0.11\n'
+  wait_reloads 1
+  # The control: without --dns and without paths, there is nothing to watch.
+  run "$SCRIPT"
+  assert_success
+  assert_output watching
+}
+
+@test "--dns: a mount vanishing is still caught" {
+  dns_setup
+  watch_bg --dns
+  : > "$TEST_TMP/state/ready"
+  mountinfo ctx
+  wait_for "$TEST_TMP/state/compromised"
+  run grep -c 'kill -s KILL -- -1' "$STUB_LOG"
+  assert_output 1
 }
 
 @test "sandbox-exec refuses with 125 once compromised, in one line naming the path; quietly for the CLI" {
@@ -212,7 +365,7 @@ setpriv --reuid=node --regid=node --clear-groups kill -s KILL -- 40'
 
 @test "doctor --mounts as root: mount-watch must be running" {
   [ "$EUID" = 0 ] || fail "the liveness row is root's: run the bats suite as root"
-  export AGENT_SANDBOX_DOCTOR_MOUNTINFO="$TEST_TMP/mountinfo"
+  export AGENT_SANDBOX_DOCTOR_MOUNTINFO="$TEST_TMP/mountinfo" AGENT_SANDBOX_NETWORK=none
   stub id 'echo 0'
   echo 999999 > "$TEST_TMP/state/mount-watch.pid"
   run bash "$ROOT/base-image/doctor.sh" --mounts
@@ -224,8 +377,31 @@ setpriv --reuid=node --regid=node --clear-groups kill -s KILL -- 40'
   assert_line --partial $'pass\tmount-watch\trunning'
 }
 
+@test "doctor --mounts as root, with the firewall: mount-watch must run with --dns (dns-watch)" {
+  [ "$EUID" = 0 ] || fail "the liveness row is root's: run the bats suite as root"
+  export AGENT_SANDBOX_DOCTOR_MOUNTINFO="$TEST_TMP/mountinfo" AGENT_SANDBOX_NETWORK=firewall
+  stub id 'echo 0'
+  bash -c 'sleep 30; :' mount-watch --dns &
+  local with=$!
+  bash -c 'sleep 30; :' mount-watch &
+  local without=$!
+  echo "$with" > "$TEST_TMP/state/mount-watch.pid"
+  run bash "$ROOT/base-image/doctor.sh" --mounts
+  assert_success
+  assert_line --partial $'pass\tdns-watch\tmount-watch --dns running'
+  echo "$without" > "$TEST_TMP/state/mount-watch.pid"
+  run bash "$ROOT/base-image/doctor.sh" --mounts
+  assert_failure 1
+  assert_line --partial $'fail\tdns-watch\tmount-watch --dns is not running'
+  AGENT_SANDBOX_NETWORK=none run bash "$ROOT/base-image/doctor.sh" --mounts
+  refute_line --partial dns-watch
+  kill "$with" "$without"
+}
+
 @test "usage errors and a bad interval exit 2" {
   run "$SCRIPT" --bogus
+  assert_failure 2
+  run "$SCRIPT" --dns --check
   assert_failure 2
   AGENT_SANDBOX_WATCH_INTERVAL=soon run "$SCRIPT"
   assert_failure 2

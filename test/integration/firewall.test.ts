@@ -9,9 +9,9 @@ import {randomBytes, randomInt} from 'node:crypto'
 import {readFileSync, writeFileSync} from 'node:fs'
 import {dirname, join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
-import {cleanupUnder, cli, docker, initWorkspace, inspect, makeWorkspace, removeWorkspace, type Result, sbx, trustWorkspace} from './helpers.js'
+import {BASE_IMAGE, cleanupUnder, cli, docker, initWorkspace, inspect, makeWorkspace, removeWorkspace, type Result, sbx, trustWorkspace} from './helpers.js'
 
-const BASE = 'agent-sandbox-base:latest'
+const BASE = BASE_IMAGE
 /** Unique per run: names, labels and the networks' subnets. */
 const RUN = `${(process.env.AGENT_SANDBOX_IT_ID ?? 'main').toLowerCase().replace(/[^a-z0-9]+/g, '-')}-${randomBytes(3).toString('hex')}`
 const LABEL = `dev.agent-sandbox.fwit=${RUN}`

@@ -23,6 +23,9 @@ export const TEST_ROOT = `/tmp/agent-sandbox-it-${(process.env.AGENT_SANDBOX_IT_
  * passes its own XDG_STATE_HOME: the real user's approvals stay untouched.
  */
 export const TEST_STATE_HOME = join(TEST_ROOT, 'state')
+/** The base image the tests' own servers run from: the one the CLI builds on (AGENT_SANDBOX_BASE_TAG). */
+export const BASE_TAG = process.env.AGENT_SANDBOX_BASE_TAG || 'latest'
+export const BASE_IMAGE = `agent-sandbox-base:${BASE_TAG}`
 /** Owner of test workspaces: not root and not 1000, so renumbering `node` is exercised. */
 export const TEST_UID = 1234
 export const TEST_GID = 1234
