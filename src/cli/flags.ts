@@ -18,6 +18,17 @@ export const allowHostNetworkFlag = Flags.boolean({
   description: 'allow dockerNetwork "host" from the settings (only with --network open: the sandbox then shares the host\'s network, unfiltered)',
 })
 
+export const nestedFlag = Flags.boolean({
+  description: 'nested containers: rootless Podman inside the sandbox (docker, DOCKER_HOST, compose), behind its firewall (config nestedContainers)',
+})
+
+/** The flags that shape the container as a config layer (the highest), or undefined when none was given. Pure. */
+export function shapeFlags(flags: {cpus?: string; memory?: string; 'pids-limit'?: number; nested?: boolean}): {limits?: {memory?: string; cpus?: number; pids?: number}; nestedContainers?: boolean} | undefined {
+  const limits = limitsFrom(flags)
+  const layer = {...(limits ? {limits} : {}), ...(flags.nested ? {nestedContainers: true} : {})}
+  return Object.keys(layer).length ? layer : undefined
+}
+
 /** Resource limits, for `start` and `run` (defaults from config `limits`). */
 export const limitFlags = {
   cpus: Flags.string({description: 'CPU limit, e.g. 1.5 (config limits.cpus)'}),

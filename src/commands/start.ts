@@ -1,13 +1,13 @@
 import {Flags} from '../cli/params.js'
 import {Command, type Input} from '../cli/command.js'
-import {allowHostNetworkFlag, baseTagFlag, branchFlag, limitFlags, limitsFrom, networkFlag, pathArg} from '../cli/flags.js'
+import {allowHostNetworkFlag, baseTagFlag, branchFlag, limitFlags, nestedFlag, networkFlag, pathArg, shapeFlags} from '../cli/flags.js'
 import {startSandbox} from '../lib/sandbox/lifecycle.js'
 import {resolveWorkspace} from '../lib/workspace.js'
 import type {NetworkMode} from '../lib/config/schema.js'
 
 export default class Start extends Command {
   static override summary = "Start the workspace's sandbox and wait until it is ready (firewall in place)."
-  static override examples = ['<%= config.bin %> start', '<%= config.bin %> start ~/src/app --build', '<%= config.bin %> start --allow-domain api.example.com']
+  static override examples = ['<%= config.bin %> start', '<%= config.bin %> start ~/src/app --build', '<%= config.bin %> start --allow-domain api.example.com', '<%= config.bin %> start --nested']
   static override args = {path: pathArg}
   static override flags = {
     'allow-domain': Flags.string({description: 'also allow this domain (repeatable; *.example.com for subdomains)', multiple: true}),
@@ -17,6 +17,7 @@ export default class Start extends Command {
     build: Flags.boolean({description: 'build the image if it is missing'}),
     ...limitFlags,
     json: Flags.boolean({description: 'print the result as JSON'}),
+    nested: nestedFlag,
     network: networkFlag,
   }
 
@@ -30,7 +31,7 @@ export default class Start extends Command {
       network: flags.network as NetworkMode | undefined,
       allowDomains: flags['allow-domain'],
       allowHostNetwork: flags['allow-host-network'],
-      flags: limitsFrom(flags) ? {limits: limitsFrom(flags)} : undefined,
+      flags: shapeFlags(flags),
     })
     if (result.container.labels['dev.agent-sandbox.network'] === 'open') {
       this.reporter.warn('network mode "open": egress from this sandbox is NOT filtered')

@@ -16,10 +16,12 @@ export default async function setup(): Promise<() => Promise<void>> {
   if (info.exitCode !== 0) {
     throw new Error(`no container engine answers (docker info: ${info.stderr.trim()}); run scripts/setup-engine.sh`)
   }
-  const base = await execa('docker', ['image', 'inspect', 'agent-sandbox-base:latest'], {reject: false})
+  // AGENT_SANDBOX_BASE_TAG: the base image the CLI uses (an engineer's own tag on a shared engine).
+  const tag = process.env.AGENT_SANDBOX_BASE_TAG || 'latest'
+  const base = await execa('docker', ['image', 'inspect', `agent-sandbox-base:${tag}`], {reject: false})
   if (base.exitCode !== 0) {
     const certs = process.env.AGENT_SANDBOX_CA_CERTS ?? (existsSync('/etc/ssl/certs/ca-certificates.crt') ? '/etc/ssl/certs/ca-certificates.crt' : '')
-    await execa(BIN, ['build-base'], {env: {AGENT_SANDBOX_CA_CERTS: certs}, stdout: 'inherit', stderr: 'inherit'})
+    await execa(BIN, ['build-base', '--tag', tag], {env: {AGENT_SANDBOX_CA_CERTS: certs}, stdout: 'inherit', stderr: 'inherit'})
   }
   await cleanupUnder(TEST_ROOT)
   return async () => {

@@ -91,6 +91,7 @@ describe('an untrusted workspace file', () => {
     ['sharedAgentConfig', {sharedAgentConfig: false}, 'sharedAgentConfig'],
     ['selinuxRelabel off', {selinuxRelabel: 'off'}, 'selinuxRelabel'],
     ['protectHookConfig false', {protectHookConfig: false}, 'protectHookConfig'],
+    ['nestedContainers', {nestedContainers: true}, 'nestedContainers'],
   ]
   const commands: Array<[string, string[]]> = [
     ['start', ['start']],

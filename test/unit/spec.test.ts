@@ -1,4 +1,7 @@
 import {execFileSync} from 'node:child_process'
+import {readFileSync} from 'node:fs'
+import {join} from 'node:path'
+import {templatesDir} from '../../src/lib/util/assets.js'
 import {describe, expect, it} from 'vitest'
 import {DEFAULTS, type Settings} from '../../src/lib/config/schema.js'
 import {
@@ -552,5 +555,61 @@ describe('secretValues', () => {
   it('lists non-empty secret values only', () => {
     const spec = buildSpec(ws, settings({env: {EMPTY_TOKEN: '', VISIBLE: 'v'}, secretEnv: ['X']}), {protectedPaths, secretValues: {X: 'xval'}})
     expect(secretValues(spec)).toEqual(['xval'])
+  })
+})
+
+describe('nested containers (nestedContainers)', () => {
+  const profile = join(templatesDir, 'seccomp-nested.json')
+  const plain = buildSpec(ws, settings(), {protectedPaths})
+  const nested = buildSpec(ws, settings({nestedContainers: true}), {protectedPaths, nestedSeccomp: profile})
+
+  it('adds the seccomp profile, an unmasked /proc, the two devices, the storage volume and DOCKER_HOST; capabilities unchanged', () => {
+    expect(nested.securityOpt).toEqual(['no-new-privileges', `seccomp=${profile}`, 'systempaths=unconfined'])
+    expect(nested.devices).toEqual(['/dev/fuse', '/dev/net/tun'])
+    expect(nested.capAdd).toEqual(plain.capAdd)
+    expect(nested.mounts.find((m) => m.target === '/home/node/.local/share/containers')).toEqual({type: 'volume', source: Names.nestedVolume(ws), target: '/home/node/.local/share/containers', readOnly: false})
+    const env = Object.fromEntries(nested.env.map((e) => [e.name, e.value]))
+    expect(env).toMatchObject({AGENT_SANDBOX_NESTED: '1', DOCKER_HOST: 'unix:///run/agent-sandbox/podman/podman.sock'})
+    expect(nested.labels['dev.agent-sandbox.nested']).toBe('1')
+    expect(nested.labels['dev.agent-sandbox.spec']).not.toBe(plain.labels['dev.agent-sandbox.spec'])
+  })
+
+  it('without it, none of that', () => {
+    expect(plain.securityOpt).toEqual(['no-new-privileges'])
+    expect(plain.devices).toBeUndefined()
+    expect(plain.env.map((e) => e.name)).not.toContain('DOCKER_HOST')
+    expect(plain.labels['dev.agent-sandbox.nested']).toBeUndefined()
+    const options = toCreateOptions(plain)
+    expect(options.HostConfig?.MaskedPaths).toBeUndefined()
+    expect(options.HostConfig?.Devices).toBeUndefined()
+  })
+
+  it('sends the profile\'s JSON and empty masked paths to the API, and prints the CLI\'s options for show-run', () => {
+    const options = toCreateOptions(nested)
+    const seccomp = options.HostConfig?.SecurityOpt?.find((o: string) => o.startsWith('seccomp='))
+    expect(JSON.parse(seccomp?.slice('seccomp='.length) ?? '')).toEqual(JSON.parse(readFileSync(profile, 'utf8')))
+    expect(options.HostConfig?.SecurityOpt).not.toContain('systempaths=unconfined')
+    expect(options.HostConfig?.MaskedPaths).toEqual([])
+    expect(options.HostConfig?.ReadonlyPaths).toEqual([])
+    expect(options.HostConfig?.Devices).toEqual([
+      {PathOnHost: '/dev/fuse', PathInContainer: '/dev/fuse', CgroupPermissions: 'rwm'},
+      {PathOnHost: '/dev/net/tun', PathInContainer: '/dev/net/tun', CgroupPermissions: 'rwm'},
+    ])
+    const args = toDockerRunArgs(nested).join(' ')
+    expect(args).toContain(`--security-opt seccomp=${profile} --security-opt systempaths=unconfined --device /dev/fuse --device /dev/net/tun`)
+  })
+
+  it('refuses nestedContainers without the profile', () => {
+    expect(() => buildSpec(ws, settings({nestedContainers: true}), {protectedPaths})).toThrow(/seccomp profile/)
+  })
+
+  it('the profile allows user namespaces and mounts, and keeps what the default refuses refused', () => {
+    const json = JSON.parse(readFileSync(profile, 'utf8')) as {defaultAction: string; syscalls: Array<{names: string[]; action: string}>}
+    expect(json.defaultAction).toBe('SCMP_ACT_ERRNO')
+    const allowed = new Set(json.syscalls.filter((s) => s.action === 'SCMP_ACT_ALLOW').flatMap((s) => s.names))
+    for (const call of ['unshare', 'clone', 'setns', 'mount', 'umount2', 'pivot_root']) expect(allowed, call).toContain(call)
+    for (const call of ['bpf', 'perf_event_open', 'init_module', 'finit_module', 'kexec_load', 'keyctl', 'add_key', 'reboot', 'settimeofday', 'open_by_handle_at', 'syslog']) {
+      expect(allowed, call).not.toContain(call)
+    }
   })
 })

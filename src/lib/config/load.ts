@@ -109,6 +109,7 @@ export function envLayer(env: NodeJS.ProcessEnv): ConfigFile {
   if (Object.keys(github).length) raw.github = github
   if (env.AGENT_SANDBOX_PROTECT_HOOK_CONFIG) raw.protectHookConfig = !/^(0|false|no)$/i.test(env.AGENT_SANDBOX_PROTECT_HOOK_CONFIG)
   if (env.AGENT_SANDBOX_SHARED_AGENT_CONFIG) raw.sharedAgentConfig = !/^(0|false|no)$/i.test(env.AGENT_SANDBOX_SHARED_AGENT_CONFIG)
+  if (env.AGENT_SANDBOX_NESTED_CONTAINERS) raw.nestedContainers = !/^(0|false|no)$/i.test(env.AGENT_SANDBOX_NESTED_CONTAINERS)
   const parsed = ConfigFileSchema.safeParse(raw)
   if (!parsed.success) throw configErrorFrom(parsed.error, 'environment (AGENT_SANDBOX_*)')
   return parsed.data
@@ -181,7 +182,7 @@ function refuseWorkspaceGithub(layer: ConfigFile | undefined, path: string): voi
 }
 
 const LIST_KEYS = ['protectedPaths', 'secretEnv', 'ports', 'allowDomains', 'protectedBranches'] as const
-const SCALAR_KEYS = ['baseTag', 'network', 'dockerNetwork', 'sharedAgentConfig', 'selinuxRelabel', 'protectHookConfig'] as const
+const SCALAR_KEYS = ['baseTag', 'network', 'dockerNetwork', 'sharedAgentConfig', 'nestedContainers', 'selinuxRelabel', 'protectHookConfig'] as const
 
 /** Pure merge of layers given lowest first. */
 export function mergeLayers(layers: Array<[Source, ConfigFile | undefined]>, files = {workspace: '', user: ''}): LoadedSettings {

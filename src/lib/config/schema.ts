@@ -75,6 +75,7 @@ export const ConfigFileSchema = z
     dockerNetwork: z.string().min(1).optional(),
     limits: LimitsSchema.optional(),
     sharedAgentConfig: z.boolean().optional(),
+    nestedContainers: z.boolean().optional(),
     selinuxRelabel: z.enum(['auto', 'on', 'off']).optional(),
     protectedBranches: z.array(branchGlob).optional(),
     github: GithubSchema.optional(),
@@ -105,6 +106,8 @@ export interface Settings {
   dockerNetwork: string
   limits: {memory?: string; cpus?: number; pids?: number}
   sharedAgentConfig: boolean
+  /** Rootless Podman inside the sandbox, behind its firewall (docker, DOCKER_HOST, compose; docs/security.md). */
+  nestedContainers: boolean
   /** Relabel bind mounts for SELinux (`:z`): auto = when the engine's host enforces SELinux labels. */
   selinuxRelabel: 'auto' | 'on' | 'off'
   /** Branches the push gate never updates (globs); empty: the host repository's default branch. */
@@ -135,6 +138,7 @@ export const DEFAULTS: Settings = {
   dockerNetwork: 'bridge',
   limits: {},
   sharedAgentConfig: true,
+  nestedContainers: false,
   selinuxRelabel: 'auto',
   protectedBranches: [],
   github: {apiUrl: 'https://api.github.com', refreshMarginSeconds: 300},

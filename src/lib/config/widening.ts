@@ -155,6 +155,8 @@ export function workspaceChanges(layer: ConfigFile, lower: LowerSettings): Confi
   scalar('network', (value) => NETWORK_RANK[value] > NETWORK_RANK[lower.network])
   scalar('dockerNetwork', () => true)
   scalar('sharedAgentConfig', () => true)
+  // User namespaces, an unmasked /proc and two devices for the agent (docs/security.md, nested containers).
+  scalar('nestedContainers', (value) => value)
   scalar('selinuxRelabel', (value) => value === 'off')
   scalar('protectHookConfig', (value) => value === false)
   const added = (key: 'protectedPaths' | 'secretEnv' | 'ports' | 'allowDomains', widens: (item: string) => boolean) => {

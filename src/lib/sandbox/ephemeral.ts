@@ -7,7 +7,7 @@ import {randomBytes} from 'node:crypto'
 import type {ConfigFile, NetworkMode} from '../config/schema.js'
 import {ImageMissingError} from '../errors.js'
 import {createPlaceholders} from '../git/protected.js'
-import {createContainer, engineTraits, ensureVolumes, prepareSandbox, quoteArg, requireInitialised, type Context} from './lifecycle.js'
+import {assertNestedEngine, createContainer, engineTraits, ensureVolumes, prepareSandbox, quoteArg, requireInitialised, type Context} from './lifecycle.js'
 import {provisionBranch} from '../git/shelf.js'
 import {secretValues, type SandboxSpec} from './spec.js'
 import {Labels, type Workspace} from '../workspace.js'
@@ -81,6 +81,7 @@ export async function createEphemeral(ctx: Context, ws: Workspace, options: Ephe
     ctx.env,
   )
   const {spec} = prepared
+  await assertNestedEngine(ctx, spec)
   if (!(await ctx.engine.images.inspect(spec.image))) {
     throw new ImageMissingError(`image ${spec.image} is missing`, {hint: `build it with: agent-sandbox build ${quoteArg(ws.path)}`})
   }
