@@ -203,6 +203,51 @@ describe('nested containers', () => {
     expect(still.stdout).not.toContain('hi from')
   })
 
+  it('testcontainers (npm) starts a container from a locally built image, talks to it over its mapped port, and stops it', async () => {
+    const dir = join(ws, 'tc')
+    mkdirSync(dir)
+    // The web image: the sandbox's own node, its libraries and the built-ins Debian's node keeps outside
+    // itself, serving one line on port 8080.
+    writeFileSync(join(dir, 'mkweb.sh'), `set -e
+libs=$(ldd /usr/bin/node | grep -o '/[^ ]*' | sort -u)
+libnode=$(ldd /usr/bin/node | grep -o '/[^ ]*libnode[^ ]*')
+ext=$(grep -ao '/usr/share/nodejs/[a-z@/_.-]*[.][a-z]*js' "$libnode" | sort -u | while read -r f; do [ ! -e "$f" ] || echo "$f"; done)
+tar -ch /usr/bin/node $libs $ext 2>/dev/null | docker import --change 'CMD ["/usr/bin/node", "/srv/web.js"]' - localhost/nestit-node:1 > /dev/null
+cd "$(dirname "$0")" && printf 'FROM localhost/nestit-node:1\\nCOPY web.js /srv/web.js\\n' | docker build -q -t localhost/nestit-web:1 -f - . > /dev/null
+`)
+    writeFileSync(join(dir, 'web.js'), "require('http').createServer((q, r) => r.end('hi from the nested web')).listen(8080)\n")
+    writeFileSync(
+      join(dir, 'tc.cjs'),
+      `const {GenericContainer, Wait} = require('/tmp/tc/node_modules/testcontainers')
+;(async () => {
+  const c = await new GenericContainer('localhost/nestit-web:1').withExposedPorts(8080).withWaitStrategy(Wait.forHttp('/', 8080)).start()
+  const res = await fetch('http://' + c.getHost() + ':' + c.getMappedPort(8080) + '/')
+  console.log(await res.text())
+  const id = c.getId()
+  await c.stop()
+  console.log('stopped ' + id)
+})().catch((e) => { console.error(e.message); process.exit(1) })
+`,
+    )
+    for (const f of ['', 'mkweb.sh', 'web.js', 'tc.cjs']) chownSync(join(dir, f), TEST_UID, TEST_GID)
+    const inside = `/workspace/${ws.split('/').pop()}/tc`
+    must(await sbx(ws, 'bash', `${inside}/mkweb.sh`), 'making the web image')
+    // testcontainers from the npm registry (allowlisted by default); 11.x, the last for the image's
+    // node 20 (12.x needs node 22). Ryuk, its reaper, is an image on Docker Hub, which no test may
+    // reach: it is turned off (TESTCONTAINERS_RYUK_DISABLED); the test stops its container itself.
+    must(await sbx(ws, 'bash', '-c', 'mkdir -p /tmp/tc && cd /tmp/tc && npm init -y > /dev/null && npm install --no-audit --no-fund --loglevel=error testcontainers@11 > /dev/null'), 'npm install testcontainers')
+    const r = await sbx(ws, 'env', 'TESTCONTAINERS_RYUK_DISABLED=true', 'node', `${inside}/tc.cjs`)
+    expect(r.exitCode, r.stderr).toBe(0)
+    const [body, stopped] = r.stdout.trim().split('\n')
+    expect(body).toBe('hi from the nested web')
+    const id = stopped.replace('stopped ', '')
+    expect(id).toMatch(/^[0-9a-f]{12,}$/)
+    // stopped and removed: the nested engine no longer knows it
+    const ps = await sbx(ws, 'docker', 'ps', '-a', '--no-trunc', '--format', '{{.ID}}')
+    expect(ps.exitCode).toBe(0)
+    expect(ps.stdout).not.toContain(id)
+  })
+
   it('doctor passes on the nested sandbox and names the storage driver', async () => {
     const r = await cli(['doctor', ws, '--json'])
     expect(r.exitCode, r.stdout + r.stderr).toBe(0)

@@ -569,7 +569,7 @@ describe('nested containers (nestedContainers)', () => {
     expect(nested.capAdd).toEqual(plain.capAdd)
     expect(nested.mounts.find((m) => m.target === '/home/node/.local/share/containers')).toEqual({type: 'volume', source: Names.nestedVolume(ws), target: '/home/node/.local/share/containers', readOnly: false})
     const env = Object.fromEntries(nested.env.map((e) => [e.name, e.value]))
-    expect(env).toMatchObject({AGENT_SANDBOX_NESTED: '1', DOCKER_HOST: 'unix:///run/agent-sandbox/podman/podman.sock'})
+    expect(env).toMatchObject({AGENT_SANDBOX_NESTED: '1', DOCKER_HOST: 'unix:///run/agent-sandbox/podman/podman.sock', TESTCONTAINERS_HOST_OVERRIDE: '127.0.0.1'})
     expect(nested.labels['dev.agent-sandbox.nested']).toBe('1')
     expect(nested.labels['dev.agent-sandbox.spec']).not.toBe(plain.labels['dev.agent-sandbox.spec'])
   })

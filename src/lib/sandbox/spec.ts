@@ -282,7 +282,13 @@ export function buildSpec(ws: Workspace, settings: Settings, options: SpecOption
   if (ownGit) env.push({name: 'AGENT_SANDBOX_KEPT_MOUNTS', value: posix.join(wsMount, '.git'), secret: false})
   if (allowDomains.length) env.push({name: 'AGENT_SANDBOX_ALLOW_DOMAINS', value: allowDomains.join(','), secret: false})
   if (nested) {
-    env.push({name: 'AGENT_SANDBOX_NESTED', value: '1', secret: false}, {name: 'DOCKER_HOST', value: NESTED_DOCKER_HOST, secret: false})
+    env.push(
+      {name: 'AGENT_SANDBOX_NESTED', value: '1', secret: false},
+      {name: 'DOCKER_HOST', value: NESTED_DOCKER_HOST, secret: false},
+      // Rootless Podman publishes ports on the sandbox's loopback; testcontainers, seeing
+      // /.dockerenv, would otherwise look for them at a bridge gateway the sandbox cannot reach.
+      {name: 'TESTCONTAINERS_HOST_OVERRIDE', value: '127.0.0.1', secret: false},
+    )
   }
   if (ports.length) {
     env.push({name: 'AGENT_SANDBOX_INBOUND_PORTS', value: [...new Set(ports.map((p) => p.containerPort))].join(','), secret: false})
