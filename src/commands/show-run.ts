@@ -1,5 +1,5 @@
 import {Command, type Input} from '../cli/command.js'
-import {allowHostNetworkFlag, branchFlag, nestedFlag, networkFlag, pathArg, shapeFlags} from '../cli/flags.js'
+import {allowHostNetworkFlag, branchFlag, nestedFlag, networkFlag, pathArg, registryFlag, shapeFlags} from '../cli/flags.js'
 import type {NetworkMode} from '../lib/config/schema.js'
 import {EngineError} from '../lib/errors.js'
 import {engineTraits, prepareSandbox} from '../lib/sandbox/lifecycle.js'
@@ -13,7 +13,7 @@ export default class ShowRun extends Command {
     'Secret environment values are printed as references (`--env NAME`): export them before pasting. A sandbox with a repository is followed by its push gate, a second container in its network namespace.'
   static override examples = ['<%= config.bin %> show-run', '<%= config.bin %> show-run ~/src/app --branch feat', '<%= config.bin %> show-run --nested']
   static override args = {path: pathArg}
-  static override flags = {'allow-host-network': allowHostNetworkFlag, branch: branchFlag, nested: nestedFlag, network: networkFlag}
+  static override flags = {'allow-host-network': allowHostNetworkFlag, branch: branchFlag, nested: nestedFlag, network: networkFlag, registry: registryFlag}
 
   async run({args, flags}: Input<typeof ShowRun>): Promise<number | void> {
     const ws = resolveWorkspace(args.path)

@@ -1,6 +1,6 @@
 import {Flags} from '../cli/params.js'
 import {Command, type Input} from '../cli/command.js'
-import {allowHostNetworkFlag, baseTagFlag, branchFlag, limitFlags, nestedFlag, networkFlag, pathArg, shapeFlags} from '../cli/flags.js'
+import {allowHostNetworkFlag, baseTagFlag, branchFlag, limitFlags, nestedFlag, networkFlag, pathArg, registryFlag, shapeFlags} from '../cli/flags.js'
 import {startSandbox} from '../lib/sandbox/lifecycle.js'
 import {resolveWorkspace} from '../lib/workspace.js'
 import type {NetworkMode} from '../lib/config/schema.js'
@@ -19,6 +19,7 @@ export default class Start extends Command {
     json: Flags.boolean({description: 'print the result as JSON'}),
     nested: nestedFlag,
     network: networkFlag,
+    registry: registryFlag,
   }
 
   async run({args, flags}: Input<typeof Start>): Promise<number | void> {

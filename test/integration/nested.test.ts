@@ -270,6 +270,19 @@ cd "$(dirname "$0")" && printf 'FROM localhost/nestit-node:1\\nCOPY web.js /srv/
     expect(without.stdout).not.toContain('seccomp=')
   })
 
+  it('registry presets are off by default; --registry allowlists a registry\'s domains; an unknown one is a usage error', async () => {
+    const env = (out: string) => /AGENT_SANDBOX_ALLOW_DOMAINS=(\S+)/.exec(out)?.[1].split(',') ?? []
+    const none = await cli(['show-run', ws, '--nested'])
+    expect(env(none.stdout)).toEqual([allowed])
+    const hub = await cli(['show-run', ws, '--nested', '--registry', 'docker.io', '--registry', 'quay.io'])
+    expect(hub.exitCode, hub.stderr).toBe(0)
+    expect(env(hub.stdout)).toEqual(expect.arrayContaining([allowed, 'registry-1.docker.io', 'auth.docker.io', 'production.cloudflare.docker.com', 'quay.io', 'cdn.quay.io']))
+    expect(env(hub.stdout)).not.toContain('ghcr.io')
+    const bad = await cli(['show-run', ws, '--registry', 'registry.example'])
+    expect(bad.exitCode).toBe(2)
+    expect(bad.stderr).toContain('registry.example')
+  })
+
   it('nested images survive a restart; rm --volumes removes their volume', async () => {
     must(await cli(['stop', ws]), 'stop')
     await start(ws, '--nested')

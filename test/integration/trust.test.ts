@@ -92,6 +92,7 @@ describe('an untrusted workspace file', () => {
     ['selinuxRelabel off', {selinuxRelabel: 'off'}, 'selinuxRelabel'],
     ['protectHookConfig false', {protectHookConfig: false}, 'protectHookConfig'],
     ['nestedContainers', {nestedContainers: true}, 'nestedContainers'],
+    ['registries', {registries: ['docker.io']}, 'registries'],
   ]
   const commands: Array<[string, string[]]> = [
     ['start', ['start']],

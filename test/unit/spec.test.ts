@@ -599,6 +599,13 @@ describe('nested containers (nestedContainers)', () => {
     expect(args).toContain(`--security-opt seccomp=${profile} --security-opt systempaths=unconfined --device /dev/fuse --device /dev/net/tun`)
   })
 
+  it('a registry preset allowlists its registry, token service and blob hosts; none by default', () => {
+    const allow = (over: Partial<Settings>) => buildSpec(ws, settings(over), {protectedPaths}).env.find((e) => e.name === 'AGENT_SANDBOX_ALLOW_DOMAINS')?.value.split(',')
+    expect(allow({})).toBeUndefined()
+    expect(allow({registries: ['docker.io']})).toEqual(['docker.io', 'registry-1.docker.io', 'auth.docker.io', 'index.docker.io', 'production.cloudflare.docker.com'])
+    expect(allow({registries: ['ghcr.io', 'quay.io'], allowDomains: ['ghcr.io']})).toEqual(['ghcr.io', 'pkg-containers.githubusercontent.com', 'quay.io', 'cdn.quay.io', 'cdn01.quay.io', 'cdn02.quay.io', 'cdn03.quay.io'])
+  })
+
   it('refuses nestedContainers without the profile', () => {
     expect(() => buildSpec(ws, settings({nestedContainers: true}), {protectedPaths})).toThrow(/seccomp profile/)
   })

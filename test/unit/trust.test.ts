@@ -44,6 +44,7 @@ describe('workspaceChanges: widening settings', () => {
     ['selinuxRelabel off', {selinuxRelabel: 'off'}, ['selinuxRelabel']],
     ['protectHookConfig false', {protectHookConfig: false}, ['protectHookConfig']],
     ['nestedContainers', {nestedContainers: true}, ['nestedContainers']],
+    ['a registry preset', {registries: ['docker.io']}, ['registries']],
     ['github.installationId', {github: {installationId: 7}}, ['github.installationId']],
   ])('%s widens', (_name, layer, keys) => {
     expect(widens(layer)).toEqual(keys)

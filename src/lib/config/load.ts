@@ -91,6 +91,7 @@ export function envLayer(env: NodeJS.ProcessEnv): ConfigFile {
   if (env.AGENT_SANDBOX_DOCKER_NETWORK) raw.dockerNetwork = env.AGENT_SANDBOX_DOCKER_NETWORK
   if (env.AGENT_SANDBOX_SELINUX_RELABEL) raw.selinuxRelabel = env.AGENT_SANDBOX_SELINUX_RELABEL
   if (env.AGENT_SANDBOX_ALLOW_DOMAINS) raw.allowDomains = list(env.AGENT_SANDBOX_ALLOW_DOMAINS)
+  if (env.AGENT_SANDBOX_REGISTRIES) raw.registries = list(env.AGENT_SANDBOX_REGISTRIES)
   if (env.AGENT_SANDBOX_PROTECTED_PATHS) raw.protectedPaths = list(env.AGENT_SANDBOX_PROTECTED_PATHS)
   if (env.AGENT_SANDBOX_PROTECTED_BRANCHES) raw.protectedBranches = list(env.AGENT_SANDBOX_PROTECTED_BRANCHES)
   const limits: Record<string, unknown> = {}
@@ -181,7 +182,7 @@ function refuseWorkspaceGithub(layer: ConfigFile | undefined, path: string): voi
   }
 }
 
-const LIST_KEYS = ['protectedPaths', 'secretEnv', 'ports', 'allowDomains', 'protectedBranches'] as const
+const LIST_KEYS = ['protectedPaths', 'secretEnv', 'ports', 'allowDomains', 'protectedBranches', 'registries'] as const
 const SCALAR_KEYS = ['baseTag', 'network', 'dockerNetwork', 'sharedAgentConfig', 'nestedContainers', 'selinuxRelabel', 'protectHookConfig'] as const
 
 /** Pure merge of layers given lowest first. */
@@ -199,7 +200,8 @@ export function mergeLayers(layers: Array<[Source, ConfigFile | undefined]>, fil
     for (const key of LIST_KEYS) {
       const value = layer[key]
       if (value?.length) {
-        settings[key] = [...new Set([...settings[key], ...value])]
+        // One key at a time, so each list keeps its own element type (registries are presets, not strings).
+        ;(settings[key] as string[]) = [...new Set<string>([...settings[key], ...value])]
         sources[key] = sources[key][0] === 'default' ? [source] : [...sources[key], source]
       }
     }

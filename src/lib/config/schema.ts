@@ -30,6 +30,10 @@ const trustedPath = z
 export const NetworkMode = z.enum(['firewall', 'none', 'open'])
 export type NetworkMode = z.infer<typeof NetworkMode>
 
+/** Image registries whose domains a preset allowlists (spec.ts REGISTRY_DOMAINS); off by default. */
+export const RegistryPreset = z.enum(['docker.io', 'ghcr.io', 'quay.io'])
+export type RegistryPreset = z.infer<typeof RegistryPreset>
+
 export {MIN_CPUS, MIN_MEMORY_BYTES, parseSize} from './limits.js'
 
 export const LimitsSchema = z
@@ -76,6 +80,7 @@ export const ConfigFileSchema = z
     limits: LimitsSchema.optional(),
     sharedAgentConfig: z.boolean().optional(),
     nestedContainers: z.boolean().optional(),
+    registries: z.array(RegistryPreset).optional(),
     selinuxRelabel: z.enum(['auto', 'on', 'off']).optional(),
     protectedBranches: z.array(branchGlob).optional(),
     github: GithubSchema.optional(),
@@ -108,6 +113,8 @@ export interface Settings {
   sharedAgentConfig: boolean
   /** Rootless Podman inside the sandbox, behind its firewall (docker, DOCKER_HOST, compose; docs/security.md). */
   nestedContainers: boolean
+  /** Registries whose domains are allowlisted (image pulls, nested or not). */
+  registries: RegistryPreset[]
   /** Relabel bind mounts for SELinux (`:z`): auto = when the engine's host enforces SELinux labels. */
   selinuxRelabel: 'auto' | 'on' | 'off'
   /** Branches the push gate never updates (globs); empty: the host repository's default branch. */
@@ -139,6 +146,7 @@ export const DEFAULTS: Settings = {
   limits: {},
   sharedAgentConfig: true,
   nestedContainers: false,
+  registries: [],
   selinuxRelabel: 'auto',
   protectedBranches: [],
   github: {apiUrl: 'https://api.github.com', refreshMarginSeconds: 300},

@@ -159,9 +159,9 @@ export function workspaceChanges(layer: ConfigFile, lower: LowerSettings): Confi
   scalar('nestedContainers', (value) => value)
   scalar('selinuxRelabel', (value) => value === 'off')
   scalar('protectHookConfig', (value) => value === false)
-  const added = (key: 'protectedPaths' | 'secretEnv' | 'ports' | 'allowDomains', widens: (item: string) => boolean) => {
+  const added = (key: 'protectedPaths' | 'secretEnv' | 'ports' | 'allowDomains' | 'registries', widens: (item: string) => boolean) => {
     for (const item of layer[key] ?? []) {
-      if (!lower[key].includes(item)) add(key, `+ ${item}`, widens(item))
+      if (!(lower[key] as readonly string[]).includes(item)) add(key, `+ ${item}`, widens(item))
     }
   }
   // Lists only add up across layers: a workspace can add protected paths, never remove one.
@@ -169,6 +169,8 @@ export function workspaceChanges(layer: ConfigFile, lower: LowerSettings): Confi
   added('secretEnv', () => true)
   added('ports', (port) => !isLoopbackHost(portHostIp(port)))
   added('allowDomains', () => true)
+  // A registry preset allowlists its domains.
+  added('registries', () => true)
   for (const branch of layer.protectedBranches ?? []) add('protectedBranches', `+ ${branch}`, false)
   for (const [name, value] of Object.entries(layer.env ?? {})) {
     if (lower.env[name] === value) continue

@@ -7,7 +7,7 @@ import type {ContainerCreateOptions} from 'dockerode'
 import {createHash} from 'node:crypto'
 import {readFileSync} from 'node:fs'
 import {posix} from 'node:path'
-import type {NetworkMode, Settings} from '../config/schema.js'
+import type {NetworkMode, RegistryPreset, Settings} from '../config/schema.js'
 import {MIN_CPUS, MIN_MEMORY_BYTES, parseSize} from '../config/limits.js'
 import {Labels, Names, sanitizeBranch, workspaceLabels, type Workspace} from '../workspace.js'
 import type {MountSpec} from '../engine/types.js'
@@ -30,6 +30,17 @@ export const NESTED_DOCKER_HOST = `unix://${STATE_DIR}/podman/podman.sock`
 export const NESTED_DEVICES = ['/dev/fuse', '/dev/net/tun']
 /** The nested runtime mounts a proc of its own, which the kernel refuses while parts of /proc are masked. */
 const UNMASKED_PROC = 'systempaths=unconfined'
+
+/**
+ * The domains a registry preset allowlists: the registry, its token service
+ * and where it redirects blob downloads (2026-11). A registry that moves its
+ * blobs elsewhere needs that domain in allowDomains.
+ */
+export const REGISTRY_DOMAINS: Record<RegistryPreset, string[]> = {
+  'docker.io': ['docker.io', 'registry-1.docker.io', 'auth.docker.io', 'index.docker.io', 'production.cloudflare.docker.com'],
+  'ghcr.io': ['ghcr.io', 'pkg-containers.githubusercontent.com'],
+  'quay.io': ['quay.io', 'cdn.quay.io', 'cdn01.quay.io', 'cdn02.quay.io', 'cdn03.quay.io'],
+}
 
 /** Capabilities the entrypoint needs to install the firewall and renumber `node`. Nothing else. */
 // NET_BIND_SERVICE: the resolver binds port 53 as root (Docker lowers ip_unprivileged_port_start, Podman does not).
@@ -268,7 +279,9 @@ export function buildSpec(ws: Workspace, settings: Settings, options: SpecOption
   if (nested) mounts.push({type: 'volume', source: Names.nestedVolume(ws), target: NESTED_STORE, readOnly: false})
   if (wantsRelabel(settings.selinuxRelabel, options.selinux)) relabelBinds(mounts)
   const ports = network === 'none' ? [] : settings.ports.map(parsePort)
-  const allowDomains = [...new Set([...settings.allowDomains, ...(options.extraAllowDomains ?? []), ...(options.ghapp?.allowDomains ?? [])])]
+  const allowDomains = [
+    ...new Set([...settings.allowDomains, ...settings.registries.flatMap((r) => REGISTRY_DOMAINS[r]), ...(options.extraAllowDomains ?? []), ...(options.ghapp?.allowDomains ?? [])]),
+  ]
   const env: EnvEntry[] = [
     {name: 'AGENT_SANDBOX_NETWORK', value: network, secret: false},
     {name: 'AGENT_SANDBOX_WORKDIR', value: workdir, secret: false},
