@@ -20,10 +20,10 @@ const BASE = `agent-sandbox-base:${process.env.AGENT_SANDBOX_BASE_TAG || 'latest
 const RUN = `${(process.env.AGENT_SANDBOX_IT_ID ?? 'main').toLowerCase().replace(/[^a-z0-9]+/g, '-')}-${randomBytes(3).toString('hex')}`
 const LABEL = `dev.agent-sandbox.nestit=${RUN}`
 const name = (role: string) => `nestit-${role}-${RUN}`
-/** The nested image: the sandbox's own bash, curl, dig, cat, true and iptables with their libraries. */
+/** The nested image: the sandbox's own bash, curl, dig, cat, true, sleep and iptables with their libraries. */
 const TOOLS = 'localhost/nestit-tools:1'
 const MAKE_TOOLS = `set -e
-bins="/usr/bin/bash /usr/bin/curl /usr/bin/dig /usr/bin/cat /usr/bin/true /usr/sbin/iptables"
+bins="/usr/bin/bash /usr/bin/curl /usr/bin/dig /usr/bin/cat /usr/bin/true /usr/bin/sleep /usr/sbin/iptables"
 libs=$(ldd $bins | grep -o '/[^ ]*' | sort -u)
 xt=$(dirname "$(ldd /usr/bin/bash | grep -o '/[^ ]*libc.so[^ ]*')")/xtables
 tar -ch $bins $libs "$xt" 2>/dev/null | docker import --change 'CMD ["/usr/bin/bash"]' - ${TOOLS} > /dev/null`
@@ -117,6 +117,20 @@ describe('nested containers', () => {
     sandbox = await start(ws, '--nested')
     plainSandbox = await start(plain)
     must(await sbx(ws, 'bash', '-c', MAKE_TOOLS), 'making the nested tools image')
+    const dir = join(ws, 'tc')
+    mkdirSync(dir)
+    // The web image: the sandbox's own node, its libraries and the built-ins Debian's node keeps outside
+    // itself, serving one line on port 8080.
+    writeFileSync(join(dir, 'mkweb.sh'), `set -e
+libs=$(ldd /usr/bin/node | grep -o '/[^ ]*' | sort -u)
+libnode=$(ldd /usr/bin/node | grep -o '/[^ ]*libnode[^ ]*')
+ext=$(grep -ao '/usr/share/nodejs/[a-z@/_.-]*[.][a-z]*js' "$libnode" | sort -u | while read -r f; do [ ! -e "$f" ] || echo "$f"; done)
+tar -ch /usr/bin/node $libs $ext 2>/dev/null | docker import --change 'CMD ["/usr/bin/node", "/srv/web.js"]' - localhost/nestit-node:1 > /dev/null
+cd "$(dirname "$0")" && printf 'FROM localhost/nestit-node:1\\nCOPY web.js /srv/web.js\\n' | docker build -q -t localhost/nestit-web:1 -f - . > /dev/null
+`)
+    writeFileSync(join(dir, 'web.js'), "require('http').createServer((q, r) => r.end('hi from the nested web')).listen(8080)\n")
+    for (const f of ['', 'mkweb.sh', 'web.js']) chownSync(join(dir, f), TEST_UID, TEST_GID)
+    must(await sbx(ws, 'bash', `/workspace/${ws.split('/').pop()}/tc/mkweb.sh`), 'making the web image')
   })
 
   it('without --nested nothing changes: user namespaces refused, /proc masked, docker says nested is off', async () => {
@@ -203,19 +217,44 @@ describe('nested containers', () => {
     expect(still.stdout).not.toContain('hi from')
   })
 
+  it('docker compose: two services talk by name over their network; a container on a nested network meets the firewall too', async () => {
+    const dir = join(ws, 'compose')
+    mkdirSync(dir)
+    writeFileSync(
+      join(dir, 'compose.yaml'),
+      `services:
+  web:
+    image: localhost/nestit-web:1
+  client:
+    image: ${TOOLS}
+    command: ["/usr/bin/curl", "-sS", "--retry", "20", "--retry-all-errors", "--retry-delay", "1", "http://web:8080/"]
+    depends_on: [web]
+`,
+    )
+    for (const f of ['', 'compose.yaml']) chownSync(join(dir, f), TEST_UID, TEST_GID)
+    const inside = `/workspace/${ws.split('/').pop()}/compose`
+    try {
+      const up = await sbx(ws, 'bash', '-c', `cd ${inside} && docker compose up --abort-on-container-exit --exit-code-from client`)
+      expect(up.exitCode, up.stderr).toBe(0)
+      expect(up.stdout).toContain('hi from the nested web')
+    } finally {
+      await sbx(ws, 'bash', '-c', `cd ${inside} && docker compose down`)
+    }
+    // A user-defined nested network (netavark, as compose and the Docker API use): the same firewall.
+    must(await sbx(ws, 'docker', 'network', 'create', 'nestit-inner'), 'docker network create')
+    try {
+      const ok = await nested(ws, '--network', 'nestit-inner', TOOLS, '/usr/bin/curl', '-sS', '--max-time', '10', `http://${allowed}/`)
+      expect(ok.stdout, ok.stderr).toBe('hi from allowed')
+      const no = await nested(ws, '--network', 'nestit-inner', TOOLS, '/usr/bin/curl', '-sS', '--max-time', '10', `http://${ip.blocked}/`)
+      expect(no.exitCode).not.toBe(0)
+      expect(no.stdout).not.toContain('hi from')
+    } finally {
+      await sbx(ws, 'docker', 'network', 'rm', 'nestit-inner')
+    }
+  })
+
   it('testcontainers (npm) starts a container from a locally built image, talks to it over its mapped port, and stops it', async () => {
     const dir = join(ws, 'tc')
-    mkdirSync(dir)
-    // The web image: the sandbox's own node, its libraries and the built-ins Debian's node keeps outside
-    // itself, serving one line on port 8080.
-    writeFileSync(join(dir, 'mkweb.sh'), `set -e
-libs=$(ldd /usr/bin/node | grep -o '/[^ ]*' | sort -u)
-libnode=$(ldd /usr/bin/node | grep -o '/[^ ]*libnode[^ ]*')
-ext=$(grep -ao '/usr/share/nodejs/[a-z@/_.-]*[.][a-z]*js' "$libnode" | sort -u | while read -r f; do [ ! -e "$f" ] || echo "$f"; done)
-tar -ch /usr/bin/node $libs $ext 2>/dev/null | docker import --change 'CMD ["/usr/bin/node", "/srv/web.js"]' - localhost/nestit-node:1 > /dev/null
-cd "$(dirname "$0")" && printf 'FROM localhost/nestit-node:1\\nCOPY web.js /srv/web.js\\n' | docker build -q -t localhost/nestit-web:1 -f - . > /dev/null
-`)
-    writeFileSync(join(dir, 'web.js'), "require('http').createServer((q, r) => r.end('hi from the nested web')).listen(8080)\n")
     writeFileSync(
       join(dir, 'tc.cjs'),
       `const {GenericContainer, Wait} = require('/tmp/tc/node_modules/testcontainers')
@@ -229,9 +268,8 @@ cd "$(dirname "$0")" && printf 'FROM localhost/nestit-node:1\\nCOPY web.js /srv/
 })().catch((e) => { console.error(e.message); process.exit(1) })
 `,
     )
-    for (const f of ['', 'mkweb.sh', 'web.js', 'tc.cjs']) chownSync(join(dir, f), TEST_UID, TEST_GID)
+    chownSync(join(dir, 'tc.cjs'), TEST_UID, TEST_GID)
     const inside = `/workspace/${ws.split('/').pop()}/tc`
-    must(await sbx(ws, 'bash', `${inside}/mkweb.sh`), 'making the web image')
     // testcontainers from the npm registry (allowlisted by default); 11.x, the last for the image's
     // node 20 (12.x needs node 22). Ryuk, its reaper, is an image on Docker Hub, which no test may
     // reach: it is turned off (TESTCONTAINERS_RYUK_DISABLED); the test stops its container itself.
