@@ -286,6 +286,15 @@ cd "$(dirname "$0")" && printf 'FROM localhost/nestit-node:1\\nCOPY web.js /srv/
     expect(ps.stdout).not.toContain(id)
   })
 
+  it('run --nested: a one-shot container runs nested containers on a store of its own (a tmpfs), not the sandbox\'s volume', async () => {
+    const r = await cli(['run', ws, '--nested', '--', 'bash', '-c', `${MAKE_TOOLS} && docker run --rm ${TOOLS} /usr/bin/true && findmnt -no FSTYPE /home/node/.local/share/containers`])
+    expect(r.exitCode, r.stderr).toBe(0)
+    expect(r.stdout.trim().split('\n').pop()).toBe('tmpfs')
+    // the control: without --nested the same run has no nested engine
+    const off = await cli(['run', ws, '--', 'docker', 'ps'])
+    expect(off.exitCode).toBe(125)
+  })
+
   it('doctor passes on the nested sandbox and names the storage driver', async () => {
     const r = await cli(['doctor', ws, '--json'])
     expect(r.exitCode, r.stdout + r.stderr).toBe(0)

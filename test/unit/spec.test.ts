@@ -606,6 +606,13 @@ describe('nested containers (nestedContainers)', () => {
     expect(allow({registries: ['ghcr.io', 'quay.io'], allowDomains: ['ghcr.io']})).toEqual(['ghcr.io', 'pkg-containers.githubusercontent.com', 'quay.io', 'cdn.quay.io', 'cdn01.quay.io', 'cdn02.quay.io', 'cdn03.quay.io'])
   })
 
+  it('a one-shot container keeps its nested images on a tmpfs of its own, never the sandbox\'s volume', () => {
+    const oneShot = buildSpec(ws, settings({nestedContainers: true}), {protectedPaths, nestedSeccomp: profile, nestedStore: 'tmpfs', name: 'x'})
+    expect(oneShot.mounts.find((m) => m.target === '/home/node/.local/share/containers')).toEqual({type: 'tmpfs', source: '', target: '/home/node/.local/share/containers', readOnly: false, options: 'exec,mode=0755'})
+    expect(oneShot.mounts.map((m) => m.source)).not.toContain(Names.nestedVolume(ws))
+    expect(toCreateOptions(oneShot).HostConfig?.Tmpfs?.['/home/node/.local/share/containers']).toBe('exec,mode=0755')
+  })
+
   it('refuses nestedContainers without the profile', () => {
     expect(() => buildSpec(ws, settings({nestedContainers: true}), {protectedPaths})).toThrow(/seccomp profile/)
   })

@@ -33,6 +33,8 @@ export interface EphemeralOptions {
   cmd?: string[]
   /** --allow-host-network (spec.ts checkDockerNetwork). */
   allowHostNetwork?: boolean
+  /** --nested and --registry: as the config layer of flags (nestedContainers, registries). */
+  shape?: Pick<ConfigFile, 'nestedContainers' | 'registries'>
 }
 
 export interface EphemeralContainer {
@@ -63,6 +65,7 @@ export async function createEphemeral(ctx: Context, ws: Workspace, options: Ephe
   if (options.limits && Object.keys(options.limits).length) flags.limits = options.limits
   if (options.envNames?.length) flags.secretEnv = options.envNames
   if (options.env && Object.keys(options.env).length) flags.env = options.env
+  Object.assign(flags, options.shape)
   const suffix = randomBytes(4).toString('hex')
   const name = `agent-sandbox-${options.kind}-${ws.hash.slice(0, 12)}-${suffix}`
   const prepared = await prepareSandbox(

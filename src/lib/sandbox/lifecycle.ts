@@ -105,6 +105,7 @@ export async function prepareSandbox(ws: Workspace, options: SandboxOptions, env
     selinux: options.selinux,
     ownGit,
     nestedSeccomp: nestedSeccompProfile,
+    nestedStore: oneShot ? 'tmpfs' : 'volume',
   })
   const gate = !oneShot && (ownGit === 'volume' || branchMode) ? buildGateSpec(ws, spec, settings, {...options, gateFiles: hookConfig?.protect}) : undefined
   return {spec, gate, settings, placeholders: plan.placeholders, skipped: plan.skipped, ghapp, hookConfig}

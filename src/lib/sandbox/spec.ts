@@ -122,6 +122,8 @@ export interface SpecOptions {
   ownGit?: 'volume' | 'tmpfs'
   /** The seccomp profile file of nested containers (util/assets.ts nestedSeccompProfile); required with nestedContainers. */
   nestedSeccomp?: string
+  /** Where nested images live: the workspace's volume (sandboxes), or a tmpfs (one-shot containers, which must not share a store with a running sandbox). */
+  nestedStore?: 'volume' | 'tmpfs'
 }
 
 export interface GhappSpec {
@@ -276,7 +278,13 @@ export function buildSpec(ws: Workspace, settings: Settings, options: SpecOption
   if (options.ghapp) mounts.push({type: 'bind', source: options.ghapp.secretsDir, target: '/run/secrets', readOnly: true})
   const nested = settings.nestedContainers
   if (nested && !options.nestedSeccomp) throw new UsageError('nestedContainers needs the seccomp profile shipped with agent-sandbox', {hint: 'reinstall agent-sandbox'})
-  if (nested) mounts.push({type: 'volume', source: Names.nestedVolume(ws), target: NESTED_STORE, readOnly: false})
+  if (nested) {
+    mounts.push(
+      options.nestedStore === 'tmpfs'
+        ? {type: 'tmpfs', source: '', target: NESTED_STORE, readOnly: false, options: 'exec,mode=0755'}
+        : {type: 'volume', source: Names.nestedVolume(ws), target: NESTED_STORE, readOnly: false},
+    )
+  }
   if (wantsRelabel(settings.selinuxRelabel, options.selinux)) relabelBinds(mounts)
   const ports = network === 'none' ? [] : settings.ports.map(parsePort)
   const allowDomains = [
