@@ -83,7 +83,10 @@ try_overlay() {
 DRIVER=""
 choose_driver() {
   local kept=""
-  if [[ -r "$STORE/.agent-sandbox-driver" ]]; then read -r kept < "$STORE/.agent-sandbox-driver" || true; fi
+  # node's file, read by root: only a regular one (a FIFO or a link to a device would hang the start).
+  if [[ -f "$STORE/.agent-sandbox-driver" && ! -L "$STORE/.agent-sandbox-driver" ]]; then
+    read -r -n 32 kept < "$STORE/.agent-sandbox-driver" || true
+  fi
   case "$kept" in
     overlay | fuse-overlayfs | vfs)
       if [[ -d "$STORE/storage" ]]; then
@@ -99,7 +102,8 @@ choose_driver() {
   else
     DRIVER=vfs
   fi
-  printf '%s\n' "$DRIVER" | as_node tee "$STORE/.agent-sandbox-driver" > /dev/null
+  # Replaced, not written through: whatever node left at that name is not opened.
+  as_node sh -c 'rm -f "$2.new" && printf "%s\n" "$1" > "$2.new" && mv -f "$2.new" "$2"' sh "$DRIVER" "$STORE/.agent-sandbox-driver"
 }
 
 write_storage_conf() {

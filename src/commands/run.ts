@@ -43,6 +43,7 @@ export default class Run extends Command {
       }
     }
     const limits = limitsFrom(flags)
+    const shape = shapeFlags(flags)
     const checked = LimitsSchema.safeParse(limits ?? {})
     if (!checked.success) throw new UsageError(`invalid limit: ${checked.error.issues[0].path.join('.')}: ${checked.error.issues[0].message}`, {hint: 'e.g. --memory 512m --cpus 1.5 --pids-limit 256'})
     for (const name of flags.env ?? []) {
@@ -61,7 +62,7 @@ export default class Run extends Command {
       timeoutMs,
       keep: flags.keep,
       allowHostNetwork: flags['allow-host-network'],
-      shape: {nestedContainers: shapeFlags(flags)?.nestedContainers, registries: shapeFlags(flags)?.registries},
+      shape: {nestedContainers: shape?.nestedContainers, registries: shape?.registries},
       onCreated: ({secrets}) => {
         this.secrets.push(...secrets)
         out = new StreamRedactor(secrets, (t) => stdio('stdout').write(t))

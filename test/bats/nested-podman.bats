@@ -94,6 +94,15 @@ teardown() {
   grep -q '^driver = "overlay"$' "$AGENT_SANDBOX_STORAGE_CONF"
 }
 
+@test "a marker that is not a regular file is not read (a FIFO would hang the start)" {
+  mkdir -p "$AGENT_SANDBOX_NESTED_STORE/storage"
+  mkfifo "$AGENT_SANDBOX_NESTED_STORE/.agent-sandbox-driver"
+  stub unshare 'exit 0'
+  run timeout 10 "$SCRIPT"
+  assert_success
+  grep -q '^driver = "overlay"$' "$AGENT_SANDBOX_STORAGE_CONF"
+}
+
 @test "a missing device fails naming it, before anything else" {
   rm "$TEST_TMP/dev/tun"
   run "$SCRIPT"
