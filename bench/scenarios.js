@@ -404,6 +404,10 @@ export const scenarios = [
     smoke: false,
     setup: nestedSetup,
     a: {steps: (ctx) => [asAgent(ctx, 'docker', 'build', '--no-cache', '-q', '--build-arg', `BASE=${nestedOf(ctx).inside}`, '-t', 'localhost/bench-built:1', nestedOf(ctx).insideDir)]},
-    b: {steps: (ctx) => [dockerStep('build', '--no-cache', '-q', ...label(ctx), '--build-arg', `BASE=${nestedOf(ctx).host}`, '-t', `asb-bench-${ctx.id}-built:1`, nestedOf(ctx).dir)]},
+    b: {
+      steps: (ctx) => [dockerStep('build', '--no-cache', '-q', ...label(ctx), '--build-arg', `BASE=${nestedOf(ctx).host}`, '-t', `asb-bench-${ctx.id}-built:1`, nestedOf(ctx).dir)],
+      // Each build's image, with its intermediate ones: a tag moved to the next build would leave them dangling.
+      after: (ctx) => sh('docker', ['rmi', `asb-bench-${ctx.id}-built:1`], {allowFailure: true}),
+    },
   },
 ]
