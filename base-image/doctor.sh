@@ -519,6 +519,44 @@ check_git() {
   fi
 }
 
+# ---- nested containers (nestedContainers) ------------------------------------
+
+# check_nested: without nestedContainers, no user namespaces for node; with them,
+# the nested Podman answers on DOCKER_HOST, its storage driver, and the devices node's alone.
+check_nested() {
+  if [ "${AGENT_SANDBOX_NESTED:-}" != 1 ]; then
+    try unshare --user true
+    if [ "$RC" = 0 ]; then
+      # Podman's default seccomp profile allows unshare; Docker's refuses it.
+      skip userns "user namespaces can be created (the engine's seccomp profile allows them); nested containers are off"
+    else
+      pass userns "user namespaces refused ($(last_msg | sed 's/^unshare: //'))"
+    fi
+    return 0
+  fi
+  local driver="" dev bad=""
+  if [ -r "$STATE/nested-storage" ]; then read -r driver < "$STATE/nested-storage" || true; fi
+  if [ -n "$driver" ]; then
+    pass nested-storage "nested images are stored with the $driver driver"
+  else
+    fail nested-storage "$STATE/nested-storage missing: the nested Podman was not set up"
+  fi
+  try curl -sf --unix-socket "$STATE/podman/podman.sock" http://podman/_ping
+  if [ "$RC" = 0 ]; then
+    pass nested-engine "rootless Podman answers at ${DOCKER_HOST:-unix://$STATE/podman/podman.sock}"
+  else
+    fail nested-engine "rootless Podman does not answer at $STATE/podman/podman.sock: $(last_msg)"
+  fi
+  for dev in /dev/fuse /dev/net/tun; do
+    [ "$(stat -c '%U %a' "$dev" 2> /dev/null || true)" = "$(id -un) 600" ] || bad="$bad $dev"
+  done
+  if [ -z "$bad" ]; then
+    pass nested-devices "/dev/fuse and /dev/net/tun are $(id -un)'s alone (0600)"
+  else
+    fail nested-devices "not $(id -un)'s alone (0600):$bad"
+  fi
+}
+
 # ---- main --------------------------------------------------------------------
 
 if [ "$PART" = mounts ]; then
@@ -558,4 +596,5 @@ fi
 [ -z "${AGENT_SANDBOX_PROTECTED_MOUNTS:-}" ] || check_signal mount-watch
 check_sudo
 check_git
+check_nested
 exit "$failed"

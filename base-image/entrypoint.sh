@@ -10,7 +10,9 @@
 #   4. installs the egress firewall (AGENT_SANDBOX_NETWORK=firewall|none|open),
 #   5. gives the agent a git directory of its own over the host's .git
 #      (agent-git.sh; AGENT_SANDBOX_HOST_GIT, AGENT_SANDBOX_GIT_WORKTREE, AGENT_SANDBOX_GATE_URL),
-#   6. marks the sandbox ready in /run/agent-sandbox (a tmpfs, empty after a restart).
+#   6. with nestedContainers (AGENT_SANDBOX_NESTED=1), gives node rootless Podman
+#      behind that firewall (nested-podman.sh),
+#   7. marks the sandbox ready in /run/agent-sandbox (a tmpfs, empty after a restart).
 # Then, with no CMD, it idles so that `docker exec -u node` can attach agents;
 # with a CMD (one-shot `run`), it drops to `node` and execs CMD.
 # If any step fails, the reason goes to /run/agent-sandbox/failed and to stderr,
@@ -204,6 +206,15 @@ setup_network() {
   esac
 }
 
+NESTED="${AGENT_SANDBOX_NESTED_SCRIPT:-/usr/local/sbin/nested-podman}"
+setup_nested() {
+  [[ "${AGENT_SANDBOX_NESTED:-}" == 1 ]] || return 0
+  local err
+  if ! err="$("$NESTED" 2>&1 >/dev/null)"; then
+    fail "nested containers set-up failed: $(printf '%s\n' "$err" | grep -v '^$' | tail -n 1)"
+  fi
+}
+
 # start_watch: start mount-watch in the background (it outlives this script's
 # exec of sleep or the command). It checks the mounts while the firewall is set
 # up; watch_started reads its verdict, one line, before the sandbox is ready.
@@ -301,6 +312,8 @@ main() {
   # The firewall first: nothing the agent may have configured (its own .git is
   # its to write) runs before egress is filtered.
   setup_network
+  # After the firewall: nested containers' traffic must meet it from their first packet.
+  setup_nested
   setup_git
   watch_started
   : > "$STATE/ready"

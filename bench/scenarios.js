@@ -6,7 +6,8 @@
  */
 import {mkdirSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
-import {BASE_TAG, BENCH_LABEL, OWNER, REPO, cliArgv, cliSync, copyRepo, docker, sh} from './lib/fixtures.js'
+import {chownSync} from 'node:fs'
+import {BASE_TAG, BENCH_LABEL, OWNER, REPO, cliArgv, cliSync, copyRepo, docker, makeGitWorkspace, sh} from './lib/fixtures.js'
 
 /**
  * @typedef {import('./lib/measure.js').Step} Step
@@ -59,6 +60,41 @@ function plainProvision(ctx, volume, workspace) {
     '--entrypoint', '/bin/sh', ctx.baseImage, '-c', script,
   )
 }
+
+/**
+ * Nested containers (issue 19): a sandbox started with --nested, and one small image
+ * (the sandbox's own dash, cat and true with their libraries) both inside it and on
+ * the host, plus a build context in the workspace. Made once for both nested rows.
+ */
+function nestedSetup(ctx) {
+  if (ctx.extra.nested) return
+  const ws = makeGitWorkspace(ctx.root, 'nested')
+  cliSync(ctx.root, ['init', ws])
+  const {name} = JSON.parse(cliSync(ctx.root, ['start', ws, '--nested', '--json']).stdout)
+  const inside = `localhost/bench-mini:1`
+  const make = `set -e
+files="/usr/bin/dash /usr/bin/cat /usr/bin/true"
+libs=$(ldd $files | grep -o '/[^ ]*' | sort -u)
+tar -ch $files $libs 2>/dev/null | docker import - ${inside} > /dev/null
+docker save -o /tmp/bench-mini.tar ${inside}`
+  docker('exec', '-u', 'node', name, '/usr/local/bin/sandbox-exec', 'bash', '-c', make)
+  const tarball = join(ctx.root, 'bench-mini.tar')
+  docker('cp', `${name}:/tmp/bench-mini.tar`, tarball)
+  docker('load', '-i', tarball)
+  const host = `asb-bench-${ctx.id}-mini:1`
+  docker('tag', inside, host)
+  docker('rmi', inside)
+  // A 3-step build: a RUN, a COPY, a RUN; the base image is a build argument (its name differs inside).
+  const dir = join(ws, 'ctx')
+  mkdirSync(dir)
+  writeFileSync(join(dir, 'Dockerfile'), 'ARG BASE\nFROM $BASE\nRUN ["/usr/bin/dash", "-c", "echo one > /one"]\nCOPY f /f\nRUN ["/usr/bin/cat", "/f", "/one"]\n')
+  writeFileSync(join(dir, 'f'), 'f\n')
+  for (const f of ['', 'Dockerfile', 'f']) chownSync(join(dir, f), OWNER, OWNER)
+  ctx.extra.nested = {name, inside, host, dir, insideDir: '/workspace/nested/ctx'}
+}
+/** @returns {{name: string, inside: string, host: string, dir: string, insideDir: string}} */
+const nestedOf = (ctx) => /** @type {any} */ (ctx.extra.nested)
+const asAgent = (ctx, ...argv) => dockerStep('exec', '-u', 'node', nestedOf(ctx).name, '/usr/local/bin/sandbox-exec', ...argv)
 
 /** A repository using every hook framework hook-config.ts knows (files only: detection reads no git). */
 function everyFrameworkRepo(root) {
@@ -358,5 +394,31 @@ export const scenarios = [
     smoke: false,
     a: {parallel: true, steps: (ctx) => Array.from({length: ctx.parallel}, () => cli(ctx, 'run', ctx.ws, '--network', 'none', '--', 'true'))},
     b: {parallel: true, steps: (ctx) => Array.from({length: ctx.parallel}, () => dockerStep('run', '--rm', ...label(ctx), '--entrypoint', 'true', ctx.image))},
+  },
+  {
+    key: 'nested-run',
+    title: 'a nested container (issue 19)',
+    ours: '`docker run --rm <img> true` as the agent inside a `--nested` sandbox (`docker exec -u node <c> sandbox-exec docker run …`: rootless Podman, crun, pasta, overlay in a user namespace)',
+    base: '`docker run --rm <img> true` of the same image on the host',
+    target: 3,
+    smoke: false,
+    setup: nestedSetup,
+    a: {steps: (ctx) => [asAgent(ctx, 'docker', 'run', '--rm', nestedOf(ctx).inside, '/usr/bin/true')]},
+    b: {steps: (ctx) => [dockerStep('run', '--rm', ...label(ctx), nestedOf(ctx).host, '/usr/bin/true')]},
+  },
+  {
+    key: 'nested-build',
+    title: 'a nested 3-step build (issue 19)',
+    ours: '`docker build --no-cache` of a RUN, COPY, RUN Dockerfile in the workspace, as the agent inside a `--nested` sandbox',
+    base: 'the same build of the same directory on the host (the engine\'s own builder)',
+    target: 2,
+    smoke: false,
+    setup: nestedSetup,
+    a: {steps: (ctx) => [asAgent(ctx, 'docker', 'build', '--no-cache', '-q', '--build-arg', `BASE=${nestedOf(ctx).inside}`, '-t', 'localhost/bench-built:1', nestedOf(ctx).insideDir)]},
+    b: {
+      steps: (ctx) => [dockerStep('build', '--no-cache', '-q', ...label(ctx), '--build-arg', `BASE=${nestedOf(ctx).host}`, '-t', `asb-bench-${ctx.id}-built:1`, nestedOf(ctx).dir)],
+      // Each build's image, with its intermediate ones: a tag moved to the next build would leave them dangling.
+      after: (ctx) => sh('docker', ['rmi', `asb-bench-${ctx.id}-built:1`], {allowFailure: true}),
+    },
   },
 ]

@@ -1,5 +1,6 @@
 /** Arguments and flags shared by several commands. */
 import {Args, Flags} from './params.js'
+import type {ConfigFile, RegistryPreset} from '../lib/config/schema.js'
 
 export const pathArg = Args.optional('workspace directory (default: the current directory)')
 
@@ -17,6 +18,25 @@ export const networkFlag = Flags.string({
 export const allowHostNetworkFlag = Flags.boolean({
   description: 'allow dockerNetwork "host" from the settings (only with --network open: the sandbox then shares the host\'s network, unfiltered)',
 })
+
+export const nestedFlag = Flags.boolean({
+  description: 'nested containers: rootless Podman inside the sandbox (docker, DOCKER_HOST, compose), behind its firewall (config nestedContainers)',
+})
+
+export const registryFlag = Flags.string({
+  description: 'allow pulls from this registry: docker.io, ghcr.io or quay.io (repeatable; config registries)',
+  options: ['docker.io', 'ghcr.io', 'quay.io'],
+  multiple: true,
+})
+
+/** The flags that shape the container as a config layer (the highest), or undefined when none was given. Pure. */
+export function shapeFlags(flags: {cpus?: string; memory?: string; 'pids-limit'?: number; nested?: boolean; registry?: string[]}): ConfigFile | undefined {
+  const limits = limitsFrom(flags)
+  // The parser accepts only the flag's options, which are the presets.
+  const registries = flags.registry?.length ? (flags.registry as RegistryPreset[]) : undefined
+  const layer: ConfigFile = {...(limits ? {limits} : {}), ...(flags.nested ? {nestedContainers: true} : {}), ...(registries ? {registries} : {})}
+  return Object.keys(layer).length ? layer : undefined
+}
 
 /** Resource limits, for `start` and `run` (defaults from config `limits`). */
 export const limitFlags = {

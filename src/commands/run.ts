@@ -1,5 +1,5 @@
 import {Command, type Input} from '../cli/command.js'
-import {allowHostNetworkFlag, branchFlag, limitFlags, limitsFrom, networkFlag, pathArg} from '../cli/flags.js'
+import {allowHostNetworkFlag, branchFlag, limitFlags, limitsFrom, nestedFlag, networkFlag, pathArg, registryFlag, shapeFlags} from '../cli/flags.js'
 import {Flags} from '../cli/params.js'
 import {stdio} from '../cli/output.js'
 import {StreamRedactor} from '../cli/redact-stream.js'
@@ -27,7 +27,9 @@ export default class Run extends Command {
     // One name per --env: `--env A ./repo` means the workspace ./repo.
     env: Flags.string({description: "pass the host's value of this variable (repeatable); the value is never printed", multiple: true}),
     keep: Flags.boolean({description: 'keep the container after the command exits'}),
+    nested: nestedFlag,
     network: networkFlag,
+    registry: registryFlag,
     timeout: Flags.string({description: 'kill the run after this long, e.g. 30s, 10m, 1h'}),
   }
 
@@ -42,6 +44,7 @@ export default class Run extends Command {
       }
     }
     const limits = limitsFrom(flags)
+    const shape = shapeFlags(flags)
     const checked = LimitsSchema.safeParse(limits ?? {})
     if (!checked.success) throw new UsageError(`invalid limit: ${checked.error.issues[0].path.join('.')}: ${checked.error.issues[0].message}`, {hint: 'e.g. --memory 512m --cpus 1.5 --pids-limit 256'})
     for (const name of flags.env ?? []) {
@@ -60,6 +63,7 @@ export default class Run extends Command {
       timeoutMs,
       keep: flags.keep,
       allowHostNetwork: flags['allow-host-network'],
+      shape: {nestedContainers: shape?.nestedContainers, registries: shape?.registries},
       onCreated: ({secrets}) => {
         this.secrets.push(...secrets)
         out = new StreamRedactor(secrets, (t) => stdio('stdout').write(t))

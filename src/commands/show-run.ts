@@ -1,5 +1,5 @@
 import {Command, type Input} from '../cli/command.js'
-import {allowHostNetworkFlag, branchFlag, networkFlag, pathArg} from '../cli/flags.js'
+import {allowHostNetworkFlag, branchFlag, nestedFlag, networkFlag, pathArg, registryFlag, shapeFlags} from '../cli/flags.js'
 import type {NetworkMode} from '../lib/config/schema.js'
 import {EngineError} from '../lib/errors.js'
 import {engineTraits, prepareSandbox} from '../lib/sandbox/lifecycle.js'
@@ -11,9 +11,9 @@ export default class ShowRun extends Command {
   static override summary = 'Print the `docker run` command that `start` would use, without running it.'
   static override description =
     'Secret environment values are printed as references (`--env NAME`): export them before pasting. A sandbox with a repository is followed by its push gate, a second container in its network namespace.'
-  static override examples = ['<%= config.bin %> show-run', '<%= config.bin %> show-run ~/src/app --branch feat']
+  static override examples = ['<%= config.bin %> show-run', '<%= config.bin %> show-run ~/src/app --branch feat', '<%= config.bin %> show-run --nested']
   static override args = {path: pathArg}
-  static override flags = {'allow-host-network': allowHostNetworkFlag, branch: branchFlag, network: networkFlag}
+  static override flags = {'allow-host-network': allowHostNetworkFlag, branch: branchFlag, nested: nestedFlag, network: networkFlag, registry: registryFlag}
 
   async run({args, flags}: Input<typeof ShowRun>): Promise<number | void> {
     const ws = resolveWorkspace(args.path)
@@ -21,6 +21,7 @@ export default class ShowRun extends Command {
       branch: flags.branch,
       network: flags.network as NetworkMode | undefined,
       allowHostNetwork: flags['allow-host-network'],
+      flags: shapeFlags(flags),
       ...(await this.traits(flags)),
     })
     this.secrets.push(...secretValues(spec))

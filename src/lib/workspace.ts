@@ -23,6 +23,8 @@ export const Labels = {
   git: `${LABEL_PREFIX}.git`,
   /** The hook frameworks detected at creation and the files protected for them (JSON of hookConfigLabel). */
   hookConfig: `${LABEL_PREFIX}.hook-config`,
+  /** The sandbox runs rootless Podman for the agent ('1'; docs/security.md, nested containers). */
+  nested: `${LABEL_PREFIX}.nested`,
   /** On a gate container: the name of the sandbox it serves. */
   gateOf: `${LABEL_PREFIX}.gate-of`,
   /** The sandbox's working directory inside, its network mode and its limits (JSON), for `list`. */
@@ -141,6 +143,10 @@ export const Names = {
   /** The agent's own git directory (bind mode), mounted over the workspace's .git. */
   gitVolume(ws: Workspace): string {
     return `agent-sandbox-${ws.hash}-git`
+  },
+  /** The nested Podman's images and containers (nestedContainers), so they outlive a restart. */
+  nestedVolume(ws: Workspace): string {
+    return `agent-sandbox-${ws.hash}-containers`
   },
   /** The push gate of a sandbox (git-gate.sh). */
   gate(sandboxName: string): string {

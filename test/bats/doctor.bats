@@ -324,6 +324,38 @@ assert_check() {
   assert_output ''
 }
 
+@test "without nested containers: user namespaces refused pass; allowed (an engine that allows them) is a skip" {
+  stub unshare 'echo "unshare: unshare failed: Operation not permitted" >&2; exit 1'
+  doctor
+  assert_success
+  assert_check pass userns 'user namespaces refused (unshare failed: Operation not permitted)'
+  stub unshare 'exit 0'
+  doctor
+  assert_check skip userns 'nested containers are off'
+}
+
+@test "with nested containers: the storage driver, the engine's answer and node's devices" {
+  export AGENT_SANDBOX_NESTED=1
+  echo overlay > "$AGENT_SANDBOX_STATE_DIR/nested-storage"
+  stub curl 'echo OK'
+  stub stat 'echo "1000 600"'
+  doctor
+  assert_success
+  assert_check pass nested-storage 'with the overlay driver'
+  assert_check pass nested-engine 'rootless Podman answers'
+  assert_check pass nested-devices '0600'
+  run grep '^unshare' "$STUB_LOG"
+  assert_output ''
+  rm "$AGENT_SANDBOX_STATE_DIR/nested-storage"
+  stub curl 'echo "curl: (7) Failed to connect" >&2; exit 7'
+  stub stat 'echo "root 666"'
+  doctor
+  assert_failure 1
+  assert_check fail nested-storage 'was not set up'
+  assert_check fail nested-engine 'Failed to connect'
+  assert_check fail nested-devices '/dev/fuse /dev/net/tun'
+}
+
 @test "usage errors exit 2" {
   doctor --bogus
   assert_failure 2

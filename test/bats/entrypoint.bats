@@ -565,3 +565,34 @@ find $AGENT_SANDBOX_USER_HOME/.claude $AGENT_SANDBOX_USER_HOME/.codex -mindepth 
   cd "$ROOT" && run shellcheck "$ROOT/base-image/entrypoint.sh" base-image/root-env.sh
   assert_success
 }
+
+# nested BODY: the nested-podman script logs "nested", then runs BODY.
+nested() {
+  export AGENT_SANDBOX_NESTED_SCRIPT="$TEST_TMP/nested-podman"
+  printf '#!/usr/bin/env bash\necho nested >> "$STUB_LOG"\n%s\n' "$1" > "$AGENT_SANDBOX_NESTED_SCRIPT"
+  chmod +x "$AGENT_SANDBOX_NESTED_SCRIPT"
+}
+
+@test "nested containers: set up after the firewall and before ready; not at all when off" {
+  nested 'exit 0'
+  run "$SCRIPT"
+  assert_success
+  run grep -c '^nested' "$STUB_LOG"
+  assert_output 0
+  : > "$STUB_LOG"
+  AGENT_SANDBOX_NESTED=1 run "$SCRIPT"
+  assert_success
+  run grep -E '^(firewall|nested|sleep)' "$STUB_LOG"
+  assert_output "firewall
+nested
+sleep infinity
+sleep: ready exists"
+}
+
+@test "nested containers: a failing set-up is the sandbox's, with its last line; no ready" {
+  nested 'echo "nested-podman: device /dev/fuse is missing" >&2; exit 1'
+  AGENT_SANDBOX_NESTED=1 run --separate-stderr "$SCRIPT"
+  assert_failure 1
+  assert_equal "$stderr" 'agent-sandbox: nested containers set-up failed: nested-podman: device /dev/fuse is missing'
+  [ ! -e "$AGENT_SANDBOX_STATE_DIR/ready" ]
+}

@@ -152,6 +152,18 @@ export async function trustWorkspace(path: string, env: Record<string, string | 
   if (r.exitCode !== 0) throw new Error(`trust failed (${r.exitCode}): ${r.stderr}`)
 }
 
+/**
+ * A fresh, initialised workspace with its own config.json, approved as its user would
+ * (issue 16). GitHub's published ranges stay off: they are fetched from the internet.
+ */
+export async function configuredWorkspace(role: string, config: Record<string, unknown>): Promise<string> {
+  const path = await makeWorkspace(role)
+  await initWorkspace(path)
+  writeFileSync(join(path, '.agent-sandbox', 'config.json'), `${JSON.stringify({...config, env: {AGENT_SANDBOX_GITHUB_META: '0'}}, null, 2)}\n`)
+  await trustWorkspace(path)
+  return path
+}
+
 /** The CLI's exec, as the tests use it everywhere. */
 export function sbx(path: string, ...command: string[]): Promise<Result> {
   return cli(['exec', path, '--', ...command])

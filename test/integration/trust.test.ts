@@ -91,6 +91,8 @@ describe('an untrusted workspace file', () => {
     ['sharedAgentConfig', {sharedAgentConfig: false}, 'sharedAgentConfig'],
     ['selinuxRelabel off', {selinuxRelabel: 'off'}, 'selinuxRelabel'],
     ['protectHookConfig false', {protectHookConfig: false}, 'protectHookConfig'],
+    ['nestedContainers', {nestedContainers: true}, 'nestedContainers'],
+    ['registries', {registries: ['docker.io']}, 'registries'],
   ]
   const commands: Array<[string, string[]]> = [
     ['start', ['start']],

@@ -1,4 +1,7 @@
 import {execFileSync} from 'node:child_process'
+import {readFileSync} from 'node:fs'
+import {join} from 'node:path'
+import {templatesDir} from '../../src/lib/util/assets.js'
 import {describe, expect, it} from 'vitest'
 import {DEFAULTS, type Settings} from '../../src/lib/config/schema.js'
 import {
@@ -551,5 +554,78 @@ describe('secretValues', () => {
   it('lists non-empty secret values only', () => {
     const spec = buildSpec(ws, settings({env: {EMPTY_TOKEN: '', VISIBLE: 'v'}, secretEnv: ['X']}), {protectedPaths, secretValues: {X: 'xval'}})
     expect(secretValues(spec)).toEqual(['xval'])
+  })
+})
+
+describe('nested containers (nestedContainers)', () => {
+  const profile = join(templatesDir, 'seccomp-nested.json')
+  const plain = buildSpec(ws, settings(), {protectedPaths})
+  const nested = buildSpec(ws, settings({nestedContainers: true}), {protectedPaths, nestedSeccomp: profile})
+
+  it('adds the seccomp profile, an unmasked /proc, the two devices, the storage volume and DOCKER_HOST; capabilities unchanged', () => {
+    expect(nested.securityOpt).toEqual(['no-new-privileges', `seccomp=${profile}`, 'systempaths=unconfined'])
+    expect(nested.devices).toEqual(['/dev/fuse', '/dev/net/tun'])
+    expect(nested.capAdd).toEqual(plain.capAdd)
+    expect(nested.mounts.find((m) => m.target === '/home/node/.local/share/containers')).toEqual({type: 'volume', source: Names.nestedVolume(ws), target: '/home/node/.local/share/containers', readOnly: false})
+    const env = Object.fromEntries(nested.env.map((e) => [e.name, e.value]))
+    expect(env).toMatchObject({AGENT_SANDBOX_NESTED: '1', DOCKER_HOST: 'unix:///run/agent-sandbox/podman/podman.sock', TESTCONTAINERS_HOST_OVERRIDE: '127.0.0.1'})
+    expect(nested.labels['dev.agent-sandbox.nested']).toBe('1')
+    expect(nested.labels['dev.agent-sandbox.spec']).not.toBe(plain.labels['dev.agent-sandbox.spec'])
+  })
+
+  it('without it, none of that', () => {
+    expect(plain.securityOpt).toEqual(['no-new-privileges'])
+    expect(plain.devices).toBeUndefined()
+    expect(plain.env.map((e) => e.name)).not.toContain('DOCKER_HOST')
+    expect(plain.labels['dev.agent-sandbox.nested']).toBeUndefined()
+    const options = toCreateOptions(plain)
+    expect(options.HostConfig?.MaskedPaths).toBeUndefined()
+    expect(options.HostConfig?.Devices).toBeUndefined()
+  })
+
+  it('sends the profile\'s JSON and empty masked paths to the API, and prints the CLI\'s options for show-run', () => {
+    const options = toCreateOptions(nested)
+    const seccomp = options.HostConfig?.SecurityOpt?.find((o: string) => o.startsWith('seccomp='))
+    expect(JSON.parse(seccomp?.slice('seccomp='.length) ?? '')).toEqual(JSON.parse(readFileSync(profile, 'utf8')))
+    expect(options.HostConfig?.SecurityOpt).not.toContain('systempaths=unconfined')
+    expect(options.HostConfig?.MaskedPaths).toEqual([])
+    expect(options.HostConfig?.ReadonlyPaths).toEqual([])
+    expect(options.HostConfig?.Devices).toEqual([
+      {PathOnHost: '/dev/fuse', PathInContainer: '/dev/fuse', CgroupPermissions: 'rwm'},
+      {PathOnHost: '/dev/net/tun', PathInContainer: '/dev/net/tun', CgroupPermissions: 'rwm'},
+    ])
+    const args = toDockerRunArgs(nested).join(' ')
+    expect(args).toContain(`--security-opt seccomp=${profile} --security-opt systempaths=unconfined --device /dev/fuse --device /dev/net/tun`)
+  })
+
+  it('a registry preset allowlists its registry, token service and blob hosts; none by default', () => {
+    const allow = (over: Partial<Settings>) => buildSpec(ws, settings(over), {protectedPaths}).env.find((e) => e.name === 'AGENT_SANDBOX_ALLOW_DOMAINS')?.value.split(',')
+    expect(allow({})).toBeUndefined()
+    expect(allow({registries: ['docker.io']})).toEqual(['docker.io', 'registry-1.docker.io', 'auth.docker.io', 'index.docker.io', 'production.cloudflare.docker.com'])
+    expect(allow({registries: ['ghcr.io', 'quay.io'], allowDomains: ['ghcr.io']})).toEqual(['ghcr.io', 'pkg-containers.githubusercontent.com', 'quay.io', 'cdn.quay.io', 'cdn01.quay.io', 'cdn02.quay.io', 'cdn03.quay.io'])
+  })
+
+  it('a one-shot container keeps its nested images on a tmpfs of its own, never the sandbox\'s volume', () => {
+    const oneShot = buildSpec(ws, settings({nestedContainers: true}), {protectedPaths, nestedSeccomp: profile, nestedStore: 'tmpfs', name: 'x'})
+    expect(oneShot.mounts.find((m) => m.target === '/home/node/.local/share/containers')).toEqual({type: 'tmpfs', source: '', target: '/home/node/.local/share/containers', readOnly: false, options: 'exec,mode=0755'})
+    expect(oneShot.mounts.map((m) => m.source)).not.toContain(Names.nestedVolume(ws))
+    expect(toCreateOptions(oneShot).HostConfig?.Tmpfs?.['/home/node/.local/share/containers']).toBe('exec,mode=0755')
+  })
+
+  it('refuses nestedContainers without the profile', () => {
+    expect(() => buildSpec(ws, settings({nestedContainers: true}), {protectedPaths})).toThrow(/seccomp profile/)
+  })
+
+  it('the profile allows user namespaces and mounts, and keeps what the default refuses refused', () => {
+    const json = JSON.parse(readFileSync(profile, 'utf8')) as {defaultAction: string; syscalls: Array<{names: string[]; action: string}>}
+    expect(json.defaultAction).toBe('SCMP_ACT_ERRNO')
+    const allowed = new Set(json.syscalls.filter((s) => s.action === 'SCMP_ACT_ALLOW').flatMap((s) => s.names))
+    // Exactly the calls measured as needed (docs/security.md): removing any one breaks run, a bridge network or build.
+    const nestedGroup = json.syscalls[json.syscalls.length - 1]
+    expect([...nestedGroup.names].sort()).toEqual(['chroot', 'clone', 'mount', 'mount_setattr', 'move_mount', 'open_tree', 'pivot_root', 'sethostname', 'setns', 'umount2', 'unshare'])
+    for (const call of ['unshare', 'clone', 'setns', 'mount', 'umount2', 'pivot_root']) expect(allowed, call).toContain(call)
+    for (const call of ['bpf', 'perf_event_open', 'init_module', 'finit_module', 'kexec_load', 'keyctl', 'add_key', 'reboot', 'settimeofday', 'open_by_handle_at', 'syslog', 'fsopen', 'fsmount', 'setdomainname']) {
+      expect(allowed, call).not.toContain(call)
+    }
   })
 })

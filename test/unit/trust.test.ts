@@ -43,6 +43,8 @@ describe('workspaceChanges: widening settings', () => {
     ['sharedAgentConfig false', {sharedAgentConfig: false}, ['sharedAgentConfig']],
     ['selinuxRelabel off', {selinuxRelabel: 'off'}, ['selinuxRelabel']],
     ['protectHookConfig false', {protectHookConfig: false}, ['protectHookConfig']],
+    ['nestedContainers', {nestedContainers: true}, ['nestedContainers']],
+    ['a registry preset', {registries: ['docker.io']}, ['registries']],
     ['github.installationId', {github: {installationId: 7}}, ['github.installationId']],
   ])('%s widens', (_name, layer, keys) => {
     expect(widens(layer)).toEqual(keys)
@@ -166,6 +168,11 @@ describe('workspaceChanges: narrowing settings apply without trust', () => {
     const changes = workspaceChanges(layer, lower())
     expect(changes.length).toBeGreaterThan(0)
     expect(changes.filter((c) => c.widens)).toEqual([])
+  })
+
+  it('nestedContainers false where the user turned them on narrows', () => {
+    expect(widens({nestedContainers: false}, {...lower(), nestedContainers: true})).toEqual([])
+    expect(workspaceChanges({nestedContainers: false}, {...lower(), nestedContainers: true}).map((c) => c.key)).toEqual(['nestedContainers'])
   })
 
   it('protectHookConfig true where the user turned it off narrows', () => {

@@ -91,6 +91,7 @@ export function envLayer(env: NodeJS.ProcessEnv): ConfigFile {
   if (env.AGENT_SANDBOX_DOCKER_NETWORK) raw.dockerNetwork = env.AGENT_SANDBOX_DOCKER_NETWORK
   if (env.AGENT_SANDBOX_SELINUX_RELABEL) raw.selinuxRelabel = env.AGENT_SANDBOX_SELINUX_RELABEL
   if (env.AGENT_SANDBOX_ALLOW_DOMAINS) raw.allowDomains = list(env.AGENT_SANDBOX_ALLOW_DOMAINS)
+  if (env.AGENT_SANDBOX_REGISTRIES) raw.registries = list(env.AGENT_SANDBOX_REGISTRIES)
   if (env.AGENT_SANDBOX_PROTECTED_PATHS) raw.protectedPaths = list(env.AGENT_SANDBOX_PROTECTED_PATHS)
   if (env.AGENT_SANDBOX_PROTECTED_BRANCHES) raw.protectedBranches = list(env.AGENT_SANDBOX_PROTECTED_BRANCHES)
   const limits: Record<string, unknown> = {}
@@ -109,6 +110,7 @@ export function envLayer(env: NodeJS.ProcessEnv): ConfigFile {
   if (Object.keys(github).length) raw.github = github
   if (env.AGENT_SANDBOX_PROTECT_HOOK_CONFIG) raw.protectHookConfig = !/^(0|false|no)$/i.test(env.AGENT_SANDBOX_PROTECT_HOOK_CONFIG)
   if (env.AGENT_SANDBOX_SHARED_AGENT_CONFIG) raw.sharedAgentConfig = !/^(0|false|no)$/i.test(env.AGENT_SANDBOX_SHARED_AGENT_CONFIG)
+  if (env.AGENT_SANDBOX_NESTED_CONTAINERS) raw.nestedContainers = !/^(0|false|no)$/i.test(env.AGENT_SANDBOX_NESTED_CONTAINERS)
   const parsed = ConfigFileSchema.safeParse(raw)
   if (!parsed.success) throw configErrorFrom(parsed.error, 'environment (AGENT_SANDBOX_*)')
   return parsed.data
@@ -180,8 +182,8 @@ function refuseWorkspaceGithub(layer: ConfigFile | undefined, path: string): voi
   }
 }
 
-const LIST_KEYS = ['protectedPaths', 'secretEnv', 'ports', 'allowDomains', 'protectedBranches'] as const
-const SCALAR_KEYS = ['baseTag', 'network', 'dockerNetwork', 'sharedAgentConfig', 'selinuxRelabel', 'protectHookConfig'] as const
+const LIST_KEYS = ['protectedPaths', 'secretEnv', 'ports', 'allowDomains', 'protectedBranches', 'registries'] as const
+const SCALAR_KEYS = ['baseTag', 'network', 'dockerNetwork', 'sharedAgentConfig', 'nestedContainers', 'selinuxRelabel', 'protectHookConfig'] as const
 
 /** Pure merge of layers given lowest first. */
 export function mergeLayers(layers: Array<[Source, ConfigFile | undefined]>, files = {workspace: '', user: ''}): LoadedSettings {
@@ -198,7 +200,8 @@ export function mergeLayers(layers: Array<[Source, ConfigFile | undefined]>, fil
     for (const key of LIST_KEYS) {
       const value = layer[key]
       if (value?.length) {
-        settings[key] = [...new Set([...settings[key], ...value])]
+        // One key at a time, so each list keeps its own element type (registries are presets, not strings).
+        ;(settings[key] as string[]) = [...new Set<string>([...settings[key], ...value])]
         sources[key] = sources[key][0] === 'default' ? [source] : [...sources[key], source]
       }
     }

@@ -30,6 +30,10 @@ const trustedPath = z
 export const NetworkMode = z.enum(['firewall', 'none', 'open'])
 export type NetworkMode = z.infer<typeof NetworkMode>
 
+/** Image registries whose domains a preset allowlists (spec.ts REGISTRY_DOMAINS); off by default. */
+export const RegistryPreset = z.enum(['docker.io', 'ghcr.io', 'quay.io'])
+export type RegistryPreset = z.infer<typeof RegistryPreset>
+
 export {MIN_CPUS, MIN_MEMORY_BYTES, parseSize} from './limits.js'
 
 export const LimitsSchema = z
@@ -78,6 +82,10 @@ export const ConfigFileSchema = z
     dockerNetwork: z.string().min(1).optional(),
     limits: LimitsSchema.optional(),
     sharedAgentConfig: z.boolean().optional(),
+    /** Rootless Podman inside the sandbox, behind its firewall (docker, DOCKER_HOST, compose; docs/security.md). */
+    nestedContainers: z.boolean().optional(),
+    /** Registries whose domains are allowlisted (image pulls, nested or not). */
+    registries: z.array(RegistryPreset).optional(),
     /** Relabel bind mounts for SELinux (`:z`): auto = when the engine's host enforces SELinux labels. */
     selinuxRelabel: z.enum(['auto', 'on', 'off']).optional(),
     /** Branches the push gate never updates (globs), besides the host repository's default branch. */
@@ -125,6 +133,8 @@ export const DEFAULTS: Settings = {
   dockerNetwork: 'bridge',
   limits: {},
   sharedAgentConfig: true,
+  nestedContainers: false,
+  registries: [],
   selinuxRelabel: 'auto',
   protectedBranches: [],
   github: {apiUrl: 'https://api.github.com', refreshMarginSeconds: 300},

@@ -155,11 +155,13 @@ export function workspaceChanges(layer: ConfigFile, lower: LowerSettings): Confi
   scalar('network', (value) => NETWORK_RANK[value] > NETWORK_RANK[lower.network])
   scalar('dockerNetwork', () => true)
   scalar('sharedAgentConfig', () => true)
+  // User namespaces, an unmasked /proc and two devices for the agent (docs/security.md, nested containers).
+  scalar('nestedContainers', (value) => value)
   scalar('selinuxRelabel', (value) => value === 'off')
   scalar('protectHookConfig', (value) => value === false)
-  const added = (key: 'protectedPaths' | 'secretEnv' | 'ports' | 'allowDomains', widens: (item: string) => boolean) => {
+  const added = (key: 'protectedPaths' | 'secretEnv' | 'ports' | 'allowDomains' | 'registries', widens: (item: string) => boolean) => {
     for (const item of layer[key] ?? []) {
-      if (!lower[key].includes(item)) add(key, `+ ${item}`, widens(item))
+      if (!(lower[key] as readonly string[]).includes(item)) add(key, `+ ${item}`, widens(item))
     }
   }
   // Lists only add up across layers: a workspace can add protected paths, never remove one.
@@ -167,6 +169,8 @@ export function workspaceChanges(layer: ConfigFile, lower: LowerSettings): Confi
   added('secretEnv', () => true)
   added('ports', (port) => !isLoopbackHost(portHostIp(port)))
   added('allowDomains', () => true)
+  // A registry preset allowlists its domains.
+  added('registries', () => true)
   for (const branch of layer.protectedBranches ?? []) add('protectedBranches', `+ ${branch}`, false)
   for (const [name, value] of Object.entries(layer.env ?? {})) {
     if (lower.env[name] === value) continue

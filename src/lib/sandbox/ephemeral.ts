@@ -7,7 +7,7 @@ import {randomBytes} from 'node:crypto'
 import type {ConfigFile, NetworkMode} from '../config/schema.js'
 import {ImageMissingError} from '../errors.js'
 import {createPlaceholders} from '../git/protected.js'
-import {createContainer, engineTraits, ensureVolumes, prepareSandbox} from './lifecycle.js'
+import {assertNestedEngine, createContainer, engineTraits, ensureVolumes, prepareSandbox} from './lifecycle.js'
 import type {Context} from '../context.js'
 import {quoteArg, requireInitialised} from '../workspace.js'
 import {provisionBranch} from '../git/shelf.js'
@@ -34,6 +34,8 @@ export interface EphemeralOptions {
   cmd?: string[]
   /** --allow-host-network (spec.ts checkDockerNetwork). */
   allowHostNetwork?: boolean
+  /** --nested and --registry: as the config layer of flags (nestedContainers, registries). */
+  shape?: Pick<ConfigFile, 'nestedContainers' | 'registries'>
 }
 
 export interface EphemeralContainer {
@@ -63,6 +65,7 @@ export async function createEphemeral(ctx: Context, ws: Workspace, options: Ephe
   if (options.limits && Object.keys(options.limits).length) flags.limits = options.limits
   if (options.envNames?.length) flags.secretEnv = options.envNames
   if (options.env && Object.keys(options.env).length) flags.env = options.env
+  Object.assign(flags, options.shape)
   const suffix = randomBytes(4).toString('hex')
   const name = `agent-sandbox-${options.kind}-${ws.hash.slice(0, 12)}-${suffix}`
   const prepared = await prepareSandbox(
@@ -81,6 +84,7 @@ export async function createEphemeral(ctx: Context, ws: Workspace, options: Ephe
     ctx.env,
   )
   const {spec} = prepared
+  await assertNestedEngine(ctx, spec)
   if (!(await ctx.engine.images.inspect(spec.image))) {
     throw new ImageMissingError(`image ${spec.image} is missing`, {hint: `build it with: agent-sandbox build ${quoteArg(ws.path)}`})
   }

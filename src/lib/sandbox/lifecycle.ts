@@ -10,12 +10,13 @@ import {EngineError, NotInitialisedError, NotReadyError, SandboxError, throwIfAb
 import {hostGitIdentity} from '../git/identity.js'
 import {buildRepoImage} from '../images/build.js'
 import {withLock} from '../util/lock.js'
+import {nestedSeccompProfile} from '../util/assets.js'
 import {compromisedReason, lostMount, MountsNotRestoredError, restartNotice} from '../git/mount-watch.js'
 import {provisionBranch} from '../git/shelf.js'
 import {createPlaceholders, fsKindOf, planProtectedPaths} from '../git/protected.js'
 import {detectHookConfig, fsHookProbe, hooksDirOf, hooksPathFromConfig, hookConfigLabel, type HookConfigReport} from '../git/hook-config.js'
 import {silentReporter} from '../reporter.js'
-import {buildGateSpec, buildSpec, checkDockerNetwork, SANDBOX_EXEC, STATE_DIR, toCreateOptions, type SandboxSpec} from './spec.js'
+import {buildGateSpec, buildSpec, checkDockerNetwork, NESTED_STORE, SANDBOX_EXEC, STATE_DIR, toCreateOptions, type SandboxSpec} from './spec.js'
 import {Labels, Names, quoteArg, requireInitialised, sanitizeBranch, type Workspace} from '../workspace.js'
 import {planGhapp, type GhappPlan} from '../github/plan.js'
 import {ensureRefresher, provisionToken, removeAppToken} from '../github/refresher.js'
@@ -97,6 +98,8 @@ export async function prepareSandbox(ws: Workspace, options: SandboxOptions, env
     userns: options.userns,
     selinux: options.selinux,
     ownGit,
+    nestedSeccomp: nestedSeccompProfile,
+    nestedStore: oneShot ? 'tmpfs' : 'volume',
   })
   const gate = !oneShot && (ownGit === 'volume' || branchMode) ? buildGateSpec(ws, spec, settings, {...options, gateFiles: hookConfig?.protect}) : undefined
   return {spec, gate, settings, placeholders: plan.placeholders, skipped: plan.skipped, ghapp, hookConfig}
@@ -208,6 +211,7 @@ function assertRestores(prepared: PreparedSandbox, lost: string, name: string): 
 async function createAndStart(ctx: Context, ws: Workspace, prepared: PreparedSandbox, options: SandboxOptions & {build?: boolean}): Promise<StartResult> {
   const reporter = ctx.reporter ?? silentReporter
   const {spec, settings} = prepared
+  await assertNestedEngine(ctx, spec)
   if (!(await ctx.engine.images.inspect(spec.image))) {
     if (!options.build) {
       throw new NotInitialisedError(`image ${spec.image} is missing`, {hint: `build it with: agent-sandbox build ${quoteArg(ws.path)} (or pass --build)`})
@@ -290,6 +294,18 @@ export async function engineTraits(ctx: Context): Promise<{userns?: string; seli
 }
 
 /**
+ * Nested containers are built for Docker's handling of the sandbox's security
+ * options (our seccomp profile, an unmasked /proc, devices for node); Podman
+ * as the host engine is refused before anything is created (docs/podman.md).
+ */
+export async function assertNestedEngine(ctx: Context, spec: SandboxSpec): Promise<void> {
+  if (spec.labels[Labels.nested] !== '1' || (await ctx.engine.kind()) !== 'podman') return
+  throw new EngineError('unsupported', 'nested containers (--nested, nestedContainers) need Docker as the host engine; Podman is not supported for them yet', {
+    hint: 'use a Docker engine (DOCKER_HOST), or start without --nested',
+  })
+}
+
+/**
  * Create the container, and make sure the engine applied the limits asked for:
  * rootless Podman on cgroup v1 accepts memory, CPU and pids limits and drops
  * them without an error (only its own log says so). Never run with less
@@ -334,6 +350,7 @@ function volumeKind(target: string): string {
   if (target === '/repo-shelf') return 'shelf'
   if (target === '/commandhistory') return 'history'
   if (target.endsWith('/.git')) return 'git'
+  if (target === NESTED_STORE) return 'containers'
   return 'agent-config'
 }
 

@@ -6,7 +6,7 @@
  */
 import type {NetworkMode} from '../config/schema.js'
 import {NotReadyError} from '../errors.js'
-import {createEphemeral, type Limits} from './ephemeral.js'
+import {createEphemeral, type Limits, type EphemeralOptions} from './ephemeral.js'
 import type {Context} from '../context.js'
 import type {Workspace} from '../workspace.js'
 
@@ -20,6 +20,8 @@ export interface OneShotOptions {
   timeoutMs?: number
   keep?: boolean
   allowHostNetwork?: boolean
+  /** --nested and --registry (EphemeralOptions.shape). */
+  shape?: EphemeralOptions['shape']
   onStdout?: (chunk: Buffer) => void
   onStderr?: (chunk: Buffer) => void
   /** Called once the container exists, with the values to mask in output. */
@@ -54,6 +56,7 @@ export async function runOneShot(ctx: Context, ws: Workspace, options: OneShotOp
     envNames: options.envNames,
     cmd: options.command,
     allowHostNetwork: options.allowHostNetwork,
+    shape: options.shape,
   })
   options.onCreated?.({name: created.name, secrets: created.secrets})
   const {engine} = ctx

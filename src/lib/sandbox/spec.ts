@@ -4,8 +4,9 @@
  * argv (toDockerRunArgs). Both come from the same SandboxSpec, so they agree.
  */
 import type {ContainerCreateOptions} from 'dockerode'
+import {readFileSync} from 'node:fs'
 import {posix} from 'node:path'
-import type {NetworkMode, Settings} from '../config/schema.js'
+import type {NetworkMode, RegistryPreset, Settings} from '../config/schema.js'
 import {MIN_CPUS, MIN_MEMORY_BYTES, parseSize} from '../config/limits.js'
 import {Labels, md5, Names, quoteArg, sanitizeBranch, workspaceLabels, type Workspace} from '../workspace.js'
 import type {MountSpec} from '../engine/types.js'
@@ -21,6 +22,24 @@ export const HOST_GIT_MOUNT = '/host-git'
 /** The push gate's port on the sandbox's loopback (git-gate.sh), and the URL of the remote `host`. */
 export const GATE_PORT = 19418
 export const GATE_URL = `git://127.0.0.1:${GATE_PORT}/ws/.git`
+
+/** Nested containers (nestedContainers): the Podman storage volume, the socket DOCKER_HOST names, the devices `node` gets. */
+export const NESTED_STORE = '/home/node/.local/share/containers'
+export const NESTED_DOCKER_HOST = `unix://${STATE_DIR}/podman/podman.sock`
+export const NESTED_DEVICES = ['/dev/fuse', '/dev/net/tun']
+/** The nested runtime mounts a proc of its own, which the kernel refuses while parts of /proc are masked. */
+const UNMASKED_PROC = 'systempaths=unconfined'
+
+/**
+ * The domains a registry preset allowlists: the registry, its token service
+ * and where it redirects blob downloads (2026-11). A registry that moves its
+ * blobs elsewhere needs that domain in allowDomains.
+ */
+export const REGISTRY_DOMAINS: Record<RegistryPreset, string[]> = {
+  'docker.io': ['docker.io', 'registry-1.docker.io', 'auth.docker.io', 'index.docker.io', 'production.cloudflare.docker.com'],
+  'ghcr.io': ['ghcr.io', 'pkg-containers.githubusercontent.com'],
+  'quay.io': ['quay.io', 'cdn.quay.io', 'cdn01.quay.io', 'cdn02.quay.io', 'cdn03.quay.io'],
+}
 
 /** Capabilities the entrypoint needs to install the firewall and renumber `node`. Nothing else. */
 // NET_BIND_SERVICE: the resolver binds port 53 as root (Docker lowers ip_unprivileged_port_start, Podman does not).
@@ -55,6 +74,8 @@ export interface SandboxSpec {
   capAdd: string[]
   capDrop: string[]
   securityOpt: string[]
+  /** Host devices passed in (nested containers only); the entrypoint gives them to `node`. */
+  devices?: string[]
   networkMode: string
   ports: PortSpec[]
   limits: {memoryBytes?: number; nanoCpus?: number; pids?: number}
@@ -98,6 +119,10 @@ export interface SpecOptions {
    * (pushed through the gate), a tmpfs for one-shot containers.
    */
   ownGit?: 'volume' | 'tmpfs'
+  /** The seccomp profile file of nested containers (util/assets.ts nestedSeccompProfile); required with nestedContainers. */
+  nestedSeccomp?: string
+  /** Where nested images live: the workspace's volume (sandboxes), or a tmpfs (one-shot containers, which must not share a store with a running sandbox). */
+  nestedStore?: 'volume' | 'tmpfs'
 }
 
 export interface GhappSpec {
@@ -250,9 +275,20 @@ export function buildSpec(ws: Workspace, settings: Settings, options: SpecOption
     {type: 'tmpfs', source: '', target: STATE_DIR, readOnly: false},
   ]
   if (options.ghapp) mounts.push({type: 'bind', source: options.ghapp.secretsDir, target: '/run/secrets', readOnly: true})
+  const nested = settings.nestedContainers
+  if (nested && !options.nestedSeccomp) throw new UsageError('nestedContainers needs the seccomp profile shipped with agent-sandbox', {hint: 'reinstall agent-sandbox'})
+  if (nested) {
+    mounts.push(
+      options.nestedStore === 'tmpfs'
+        ? {type: 'tmpfs', source: '', target: NESTED_STORE, readOnly: false, options: 'exec,mode=0755'}
+        : {type: 'volume', source: Names.nestedVolume(ws), target: NESTED_STORE, readOnly: false},
+    )
+  }
   if (wantsRelabel(settings.selinuxRelabel, options.selinux)) relabelBinds(mounts)
   const ports = network === 'none' ? [] : settings.ports.map(parsePort)
-  const allowDomains = [...new Set([...settings.allowDomains, ...(options.extraAllowDomains ?? []), ...(options.ghapp?.allowDomains ?? [])])]
+  const allowDomains = [
+    ...new Set([...settings.allowDomains, ...settings.registries.flatMap((r) => REGISTRY_DOMAINS[r]), ...(options.extraAllowDomains ?? []), ...(options.ghapp?.allowDomains ?? [])]),
+  ]
   const env: EnvEntry[] = [
     {name: 'AGENT_SANDBOX_NETWORK', value: network, secret: false},
     {name: 'AGENT_SANDBOX_WORKDIR', value: workdir, secret: false},
@@ -265,6 +301,15 @@ export function buildSpec(ws: Workspace, settings: Settings, options: SpecOption
   // The agent's own .git over the host's must stay too (only the host removing its whole .git would detach it).
   if (ownGit) env.push({name: 'AGENT_SANDBOX_KEPT_MOUNTS', value: posix.join(wsMount, '.git'), secret: false})
   if (allowDomains.length) env.push({name: 'AGENT_SANDBOX_ALLOW_DOMAINS', value: allowDomains.join(','), secret: false})
+  if (nested) {
+    env.push(
+      {name: 'AGENT_SANDBOX_NESTED', value: '1', secret: false},
+      {name: 'DOCKER_HOST', value: NESTED_DOCKER_HOST, secret: false},
+      // Rootless Podman publishes ports on the sandbox's loopback; testcontainers, seeing
+      // /.dockerenv, would otherwise look for them at a bridge gateway the sandbox cannot reach.
+      {name: 'TESTCONTAINERS_HOST_OVERRIDE', value: '127.0.0.1', secret: false},
+    )
+  }
   if (ports.length) {
     env.push({name: 'AGENT_SANDBOX_INBOUND_PORTS', value: [...new Set(ports.map((p) => p.containerPort))].join(','), secret: false})
   }
@@ -306,6 +351,7 @@ export function buildSpec(ws: Workspace, settings: Settings, options: SpecOption
     [Labels.network]: network,
     [Labels.limits]: JSON.stringify(settings.limits),
     ...(options.ghapp ? {[Labels.ghapp]: '1'} : {}),
+    ...(nested ? {[Labels.nested]: '1'} : {}),
     [Labels.git]: ownGit === 'volume' || branchMode ? 'gate' : ownGit === 'tmpfs' ? 'throwaway' : 'protected',
     ...options.labels,
   }
@@ -320,7 +366,9 @@ export function buildSpec(ws: Workspace, settings: Settings, options: SpecOption
     workdir,
     capAdd: network === 'firewall' ? FIREWALL_CAPS : BASE_CAPS,
     capDrop: ['ALL'],
-    securityOpt: ['no-new-privileges'],
+    // Nested user namespaces: a seccomp profile that allows them, and a /proc the nested runtime can mount (docs/security.md).
+    securityOpt: nested ? ['no-new-privileges', `seccomp=${options.nestedSeccomp}`, UNMASKED_PROC] : ['no-new-privileges'],
+    ...(nested ? {devices: NESTED_DEVICES} : {}),
     networkMode: network === 'none' ? 'none' : settings.dockerNetwork,
     ports,
     limits,
@@ -460,7 +508,10 @@ export function toCreateOptions(spec: SandboxSpec): ContainerCreateOptions {
       Tmpfs: tmpfs,
       CapAdd: spec.capAdd,
       CapDrop: spec.capDrop,
-      SecurityOpt: spec.securityOpt,
+      SecurityOpt: spec.securityOpt.filter((o) => o !== UNMASKED_PROC).map(engineSecurityOpt),
+      // The API's form of the CLI's `systempaths=unconfined`: no masked, no read-only paths in /proc.
+      ...(spec.securityOpt.includes(UNMASKED_PROC) ? {MaskedPaths: [], ReadonlyPaths: []} : {}),
+      ...(spec.devices ? {Devices: spec.devices.map((d) => ({PathOnHost: d, PathInContainer: d, CgroupPermissions: 'rwm'}))} : {}),
       Privileged: false,
       ...(spec.readOnlyRootfs ? {ReadonlyRootfs: true} : {}),
       NetworkMode: spec.networkMode,
@@ -472,6 +523,23 @@ export function toCreateOptions(spec: SandboxSpec): ContainerCreateOptions {
       ...(spec.userns ? {UsernsMode: spec.userns} : {}),
     },
   }
+}
+
+const profiles = new Map<string, string>()
+
+/**
+ * The API takes a seccomp profile's JSON where the docker CLI takes its path:
+ * `seccomp=<file>` is sent with the file's content, as the CLI does.
+ */
+export function engineSecurityOpt(opt: string): string {
+  const path = /^seccomp=(\/.*)$/.exec(opt)?.[1]
+  if (path === undefined) return opt
+  let json = profiles.get(path)
+  if (json === undefined) {
+    json = JSON.stringify(JSON.parse(readFileSync(path, 'utf8')))
+    profiles.set(path, json)
+  }
+  return `seccomp=${json}`
 }
 
 /** A relabelled bind as `src:dst:[ro,]z|Z`; a path with a colon cannot be one (UsageError). */
@@ -495,6 +563,7 @@ export function toDockerRunArgs(spec: SandboxSpec): string[] {
   for (const cap of spec.capDrop) args.push('--cap-drop', cap)
   for (const cap of spec.capAdd) args.push('--cap-add', cap)
   for (const opt of spec.securityOpt) args.push('--security-opt', opt)
+  for (const device of spec.devices ?? []) args.push('--device', device)
   args.push('--network', spec.networkMode)
   if (spec.userns) args.push('--userns', spec.userns)
   for (const [k, v] of Object.entries(spec.labels).sort(([a], [b]) => a.localeCompare(b))) args.push('--label', `${k}=${v}`)

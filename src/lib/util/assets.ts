@@ -19,3 +19,5 @@ export function findPackageRoot(from: string): string {
 export const packageRoot = findPackageRoot(dirname(fileURLToPath(import.meta.url)))
 export const baseImageDir = join(packageRoot, 'base-image')
 export const templatesDir = join(packageRoot, 'templates')
+/** The seccomp profile of a sandbox with nested containers (docs/security.md). */
+export const nestedSeccompProfile = join(templatesDir, 'seccomp-nested.json')
