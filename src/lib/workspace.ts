@@ -25,6 +25,8 @@ export const Labels = {
   hookConfig: `${LABEL_PREFIX}.hook-config`,
   /** On a gate container: the name of the sandbox it serves. */
   gateOf: `${LABEL_PREFIX}.gate-of`,
+  /** On an egress gateway container: the name of the sandbox it serves. */
+  gatewayOf: `${LABEL_PREFIX}.gateway-of`,
 } as const
 
 export type SandboxMode = 'bind' | 'branch'
@@ -137,6 +139,10 @@ export const Names = {
   /** The push gate of a sandbox (git-gate.sh). */
   gate(sandboxName: string): string {
     return `${sandboxName}-gate`
+  },
+  /** The egress gateway of a sandbox (src/gateway.ts). */
+  gateway(sandboxName: string): string {
+    return `${sandboxName}-gateway`
   },
   shelfVolume(ws: Workspace): string {
     return `agent-sbx-repo-${ws.hash}`

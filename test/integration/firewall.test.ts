@@ -9,9 +9,9 @@ import {randomBytes, randomInt} from 'node:crypto'
 import {readFileSync, writeFileSync} from 'node:fs'
 import {dirname, join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
-import {cleanupUnder, cli, docker, initWorkspace, inspect, makeWorkspace, removeWorkspace, type Result, sbx, trustWorkspace} from './helpers.js'
+import {BASE_IMAGE, cleanupUnder, cli, docker, initWorkspace, inspect, makeWorkspace, removeWorkspace, type Result, sbx, trustWorkspace} from './helpers.js'
 
-const BASE = 'agent-sandbox-base:latest'
+const BASE = BASE_IMAGE
 /** Unique per run: names, labels and the networks' subnets. */
 const RUN = `${(process.env.AGENT_SANDBOX_IT_ID ?? 'main').toLowerCase().replace(/[^a-z0-9]+/g, '-')}-${randomBytes(3).toString('hex')}`
 const LABEL = `dev.agent-sandbox.fwit=${RUN}`
@@ -383,6 +383,10 @@ describe('a firewalled sandbox on a user-defined network', () => {
       const first = await docker('exec', '-u', 'node', sandbox, '/usr/local/bin/sandbox-exec', 'bash', '-c', TCP, ip.blocked, '80')
       expectRefused(first, `round ${round}: first connection after restart`)
       expectRefused(await tcp(ws, ip.blocked, 80), `round ${round}: through the CLI`)
+      // The egress gateway served the namespace that went with the restart: web traffic is
+      // refused (closed, never direct) until start makes the gateway anew.
+      expectCurlRefused(await curl(ws, `http://${allowed}/`), `round ${round}: the allowlisted host before start`)
+      must(await cli(['start', ws]), 'start after the restart')
       await expectReachable(ws, allowed, 'allowed')
       expect((await curl(ws, `http://${blocked}/`)).exitCode).toBe(6)
       expect((await sbx(ws, 'node', '-e', UDP, '5353', ip.blocked)).stdout.trim()).toBe('send EPERM')

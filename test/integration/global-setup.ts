@@ -6,7 +6,7 @@
 import {execa} from 'execa'
 import {existsSync} from 'node:fs'
 import {join} from 'node:path'
-import {BIN, cleanupUnder, REPO, TEST_ROOT} from './helpers.js'
+import {BASE_IMAGE, BIN, cleanupUnder, REPO, TEST_ROOT} from './helpers.js'
 
 export default async function setup(): Promise<() => Promise<void>> {
   if (!existsSync(join(REPO, 'dist', 'commands'))) {
@@ -16,10 +16,10 @@ export default async function setup(): Promise<() => Promise<void>> {
   if (info.exitCode !== 0) {
     throw new Error(`no container engine answers (docker info: ${info.stderr.trim()}); run scripts/setup-engine.sh`)
   }
-  const base = await execa('docker', ['image', 'inspect', 'agent-sandbox-base:latest'], {reject: false})
+  const base = await execa('docker', ['image', 'inspect', BASE_IMAGE], {reject: false})
   if (base.exitCode !== 0) {
     const certs = process.env.AGENT_SANDBOX_CA_CERTS ?? (existsSync('/etc/ssl/certs/ca-certificates.crt') ? '/etc/ssl/certs/ca-certificates.crt' : '')
-    await execa(BIN, ['build-base'], {env: {AGENT_SANDBOX_CA_CERTS: certs}, stdout: 'inherit', stderr: 'inherit'})
+    await execa(BIN, ['build-base', '--tag', BASE_IMAGE.split(':')[1]], {env: {AGENT_SANDBOX_CA_CERTS: certs}, stdout: 'inherit', stderr: 'inherit'})
   }
   await cleanupUnder(TEST_ROOT)
   return async () => {

@@ -23,6 +23,8 @@ export const TEST_ROOT = `/tmp/agent-sandbox-it-${(process.env.AGENT_SANDBOX_IT_
  * passes its own XDG_STATE_HOME: the real user's approvals stay untouched.
  */
 export const TEST_STATE_HOME = join(TEST_ROOT, 'state')
+/** The base image the CLI builds on in this run (AGENT_SANDBOX_BASE_TAG, as the CLI reads it), for the tests' own containers too. */
+export const BASE_IMAGE = `agent-sandbox-base:${process.env.AGENT_SANDBOX_BASE_TAG || 'latest'}`
 /** Owner of test workspaces: not root and not 1000, so renumbering `node` is exercised. */
 export const TEST_UID = 1234
 export const TEST_GID = 1234
@@ -112,9 +114,10 @@ export async function cleanupUnder(root: string = TEST_ROOT): Promise<void> {
     .filter(Boolean)
     .map((line) => line.split('\t'))
     .filter(([, ws]) => ws?.startsWith(root))
-  // Gates first: Podman keeps a container that another one's network depends on.
-  const gates = rows.filter(([, , kind]) => kind === 'gate').map(([id]) => id)
-  const others = rows.filter(([, , kind]) => kind !== 'gate').map(([id]) => id)
+  // Gates and gateways first: Podman keeps a container that another one's network depends on.
+  const companion = (kind: string | undefined) => kind === 'gate' || kind === 'gateway'
+  const gates = rows.filter(([, , kind]) => companion(kind)).map(([id]) => id)
+  const others = rows.filter(([, , kind]) => !companion(kind)).map(([id]) => id)
   if (gates.length) await docker('rm', '-f', ...gates)
   if (others.length) await docker('rm', '-f', ...others)
   const vols = await docker('volume', 'ls', '--filter', 'label=dev.agent-sandbox.managed=true', '--format', '{{.Name}}\t{{.Label "dev.agent-sandbox.workspace"}}')
