@@ -32,9 +32,10 @@ const psSandboxes = ['ps', '-a', '--filter', 'label=dev.agent-sandbox.managed=tr
 const dockerStep = (...args) => ({argv: ['docker', ...args]})
 const label = (ctx) => ['--label', `${BENCH_LABEL}=${ctx.id}`]
 const rmForce = (name) => sh('docker', ['rm', '-f', name], {allowFailure: true})
-/** A sandbox and its push gate (the gate first: Podman keeps a container another one's network depends on). */
+/** A sandbox, its push gate and its egress gateway (those first: Podman keeps a container another one's network depends on). */
 const rmSandbox = (name) => {
   rmForce(`${name}-gate`)
+  rmForce(`${name}-gateway`)
   rmForce(name)
 }
 
@@ -228,8 +229,8 @@ export const scenarios = [
     base: '`agent-sandbox start --network open` (same image)',
     targetDiffMs: 1000,
     smoke: false,
-    a: {before: (ctx) => rmForce(ctx.name), steps: (ctx) => [cli(ctx, 'start', ctx.ws, '--network', 'firewall')], after: (ctx) => rmForce(ctx.name)},
-    b: {before: (ctx) => rmForce(ctx.name), steps: (ctx) => [cli(ctx, 'start', ctx.ws, '--network', 'open')], after: (ctx) => rmForce(ctx.name)},
+    a: {before: (ctx) => rmSandbox(ctx.name), steps: (ctx) => [cli(ctx, 'start', ctx.ws, '--network', 'firewall')], after: (ctx) => rmSandbox(ctx.name)},
+    b: {before: (ctx) => rmSandbox(ctx.name), steps: (ctx) => [cli(ctx, 'start', ctx.ws, '--network', 'open')], after: (ctx) => rmSandbox(ctx.name)},
     teardown: (ctx) => {
       cliSync(ctx.root, ['start', ctx.ws])
     },
