@@ -18,11 +18,35 @@ const RUN = `${(process.env.AGENT_SANDBOX_IT_ID ?? 'main').toLowerCase().replace
 const LABEL = `dev.agent-sandbox.gwit=${RUN}`
 const name = (role: string) => `gwit-${role}-${RUN}`
 
-/** A test site: HTTP on 80 and HTTPS on 443 (the cert from CERT/KEY); answers with its NAME and the Host it was sent. */
+/**
+ * A test site: HTTP on 80 and HTTPS on 443 (the cert from CERT/KEY); answers with its NAME and the Host
+ * it was sent. /big streams 200 MiB made on the fly, /chunked answers in chunks, /echo counts the body
+ * it got, and an Upgrade is switched and echoed back.
+ */
 const SITE = `const http = require('http'), https = require('https');
-const answer = (q, r) => r.end('hi from ' + process.env.NAME + ' host=' + q.headers.host + '\\n');
-http.createServer(answer).listen(80, '::');
+const MIB = 1 << 20;
+const answer = (q, r) => {
+  if (q.url === '/big') {
+    const chunk = Buffer.alloc(MIB, 120); let n = 0;
+    r.writeHead(200, {'content-length': 200 * MIB});
+    const more = () => { while (n < 200) { n++; if (!r.write(chunk)) return r.once('drain', more) } r.end() };
+    return more();
+  }
+  if (q.url === '/chunked') { r.write('a'); return setTimeout(() => { r.write('b'); r.end('c') }, 50) }
+  if (q.url === '/echo') { let n = 0; q.on('data', (c) => (n += c.length)); return q.on('end', () => r.end('got ' + n + ' ' + (q.headers['transfer-encoding'] || 'no-te'))) }
+  r.end('hi from ' + process.env.NAME + ' host=' + q.headers.host + '\\n');
+};
+const upgrade = (q, s) => { s.write('HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: echo\\r\\nConnection: Upgrade\\r\\n\\r\\n'); s.pipe(s) };
+http.createServer(answer).on('upgrade', upgrade).listen(80, '::');
 https.createServer({cert: process.env.CERT, key: process.env.KEY}, answer).listen(443, '::');`
+
+/** `node -e UPGRADE HOST [HOST-HEADER]`: an Upgrade request on port 80, then "ping" over the switched connection. */
+const UPGRADE = `const [host, header] = process.argv.slice(1);
+const q = require('http').request({host, port: 80, headers: {Connection: 'Upgrade', Upgrade: 'echo', Host: header || host}});
+q.on('upgrade', (res, s) => { s.write('ping'); s.on('data', (d) => { console.log(res.statusCode + ' ' + d); process.exit(0) }) });
+q.on('response', (res) => { console.log('refused ' + res.statusCode); process.exit(1) });
+q.on('error', (e) => { console.log('error ' + e.code); process.exit(2) });
+q.end(); setTimeout(() => { console.log('timeout'); process.exit(3) }, 5000);`
 
 const workspaces: string[] = []
 let network = ''
@@ -173,6 +197,26 @@ describe('the egress gateway of a firewalled sandbox', () => {
     expect(wrongAddress.exitCode).toBe(7)
     const twin = await curl(ws, '--resolve', `${allowed}:443:${ip.allowed}`, '-k', `https://${allowed}/`)
     expect(twin.stdout, twin.stderr).toBe(`hi from allowed host=${allowed}`)
+  })
+
+  it('keeps client connections alive, streams chunked bodies both ways, and switches an Upgrade (WebSocket-style) for an allowed name only', async () => {
+    const two = await curl(ws, '-o', '/dev/null', '-o', '/dev/null', '-w', '%{num_connects}\\n', `http://${allowed}/a`, `http://${allowed}/b`)
+    expect(two.stdout.trim().split('\n'), two.stderr).toEqual(['1', '0']) // the second request reused the connection
+    expect((await curl(ws, `http://${allowed}/chunked`)).stdout).toBe('abc')
+    const up = await sbx(ws, 'bash', '-c', `head -c 100000 /dev/zero | curl -sS --max-time 10 -H 'Transfer-Encoding: chunked' --data-binary @- http://${allowed}/echo`)
+    expect(up.stdout, up.stderr).toBe('got 100000 chunked')
+    expect((await sbx(ws, 'node', '-e', UPGRADE, allowed)).stdout.trim()).toBe('101 ping')
+    const fronted = await sbx(ws, 'node', '-e', UPGRADE, allowed, blocked)
+    expect(fronted.stdout.trim()).toBe('refused 403')
+  })
+
+  it('downloads 200 MiB through the gateway, over HTTP and over TLS passed through', async () => {
+    for (const url of [`http://${allowed}/big`, `https://${allowed}/big`]) {
+      const r = await curl(ws, '-k', '--max-time', '120', '-o', '/dev/null', '-w', '%{size_download} %{http_code}', url)
+      expect(r.stdout, `${url}: ${r.stderr}`).toBe(`${200 * 1024 * 1024} 200`)
+    }
+    const log = await requests(ws)
+    expect(log.find((e) => e.path === '/big')).toMatchObject({status: 200, bytes: 200 * 1024 * 1024, decision: 'allowed'})
   })
 
   it('logs every request (without the query): firewall log and firewall status', async () => {
