@@ -19,11 +19,11 @@ const LABEL = `dev.agent-sandbox.gwit=${RUN}`
 const name = (role: string) => `gwit-${role}-${RUN}`
 
 /**
- * A test site: HTTP on 80 and HTTPS on 443 (the cert from CERT/KEY); answers with its NAME and the Host
+ * A test site: HTTP on 80 and HTTPS on 443 (HTTP/2 or 1.1 by ALPN; the cert from CERT/KEY); answers with its NAME and the Host
  * it was sent. /big streams 200 MiB made on the fly, /chunked answers in chunks, /echo counts the body
  * it got, and an Upgrade is switched and echoed back.
  */
-const SITE = `const http = require('http'), https = require('https');
+const SITE = `const http = require('http'), http2 = require('http2');
 const MIB = 1 << 20;
 const answer = (q, r) => {
   if (q.url === '/big') {
@@ -34,11 +34,11 @@ const answer = (q, r) => {
   }
   if (q.url === '/chunked') { r.write('a'); return setTimeout(() => { r.write('b'); r.end('c') }, 50) }
   if (q.url === '/echo') { let n = 0; q.on('data', (c) => (n += c.length)); return q.on('end', () => r.end('got ' + n + ' ' + (q.headers['transfer-encoding'] || 'no-te'))) }
-  r.end('hi from ' + process.env.NAME + ' host=' + q.headers.host + '\\n');
+  r.end('hi from ' + process.env.NAME + ' host=' + (q.headers.host || q.headers[':authority']) + '\\n');
 };
 const upgrade = (q, s) => { s.write('HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: echo\\r\\nConnection: Upgrade\\r\\n\\r\\n'); s.pipe(s) };
 http.createServer(answer).on('upgrade', upgrade).listen(80, '::');
-https.createServer({cert: process.env.CERT, key: process.env.KEY}, answer).listen(443, '::');`
+http2.createSecureServer({cert: process.env.CERT, key: process.env.KEY, allowHTTP1: true}, answer).listen(443, '::');`
 
 /** `node -e UPGRADE HOST [HOST-HEADER]`: an Upgrade request on port 80, then "ping" over the switched connection. */
 const UPGRADE = `const [host, header] = process.argv.slice(1);
@@ -166,6 +166,11 @@ describe('the egress gateway of a firewalled sandbox', () => {
     expect(http.stdout, http.stderr).toBe(`hi from allowed host=${allowed}`)
     const tls = await curl(ws, '-k', `https://${allowed}/`)
     expect(tls.stdout, tls.stderr).toBe(`hi from allowed host=${allowed}`)
+  })
+
+  it('passes HTTP/2 through: ALPN is the client\'s and the site\'s to agree', async () => {
+    const r = await curl(ws, '-k', '--http2', '-w', ' %{http_version}', `https://${allowed}/`)
+    expect(r.stdout, r.stderr).toBe(`hi from allowed host=${allowed}\n 2`)
   })
 
   it('refuses fronting by Host: a request to an allowlisted address for another name', async () => {
