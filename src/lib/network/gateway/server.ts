@@ -145,7 +145,7 @@ export async function startGateway(config: GatewayConfig): Promise<RunningGatewa
   }
 
   // ---- HTTP (port 80): HTTP/1.1 with keep-alive, chunked bodies and Upgrade ----
-  const httpServer = http.createServer({keepAlive: true})
+  const httpServer = http.createServer({keepAlive: true, noDelay: true})
   httpServer.on('request', (req, res) => {
     const target = req.url ?? '/'
     const path = pathOnly(target)
@@ -199,7 +199,7 @@ export async function startGateway(config: GatewayConfig): Promise<RunningGatewa
     }
     resolve(host).then(
       (address) => {
-        const upstream = net.connect(config.upstreamHttpPort, address)
+        const upstream = net.connect({port: config.upstreamHttpPort, host: address, noDelay: true})
         let bytes = 0
         upstream.on('connect', () => {
           const lines = [`${req.method} ${originForm(target)} HTTP/1.1`]
@@ -232,7 +232,9 @@ export async function startGateway(config: GatewayConfig): Promise<RunningGatewa
   httpServer.on('clientError', (_e, socket) => socket.destroy())
 
   // ---- TLS (port 443): the SNI decides; passed through without interception ----
-  const tlsServer = net.createServer((client) => {
+  // noDelay both ways: a TLS handshake is small writes answered in turn, which Nagle's
+  // algorithm against the peer's delayed ACK would hold back by tens of milliseconds.
+  const tlsServer = net.createServer({noDelay: true}, (client) => {
     client.on('error', () => undefined)
     let buffered = Buffer.alloc(0)
     const timer = setTimeout(() => client.destroy(), HELLO_TIMEOUT_MS)
@@ -268,7 +270,7 @@ export async function startGateway(config: GatewayConfig): Promise<RunningGatewa
   })
 
   const passThrough = (client: net.Socket, hello: Buffer, address: string, host: string, rule: string) => {
-    const upstream = net.connect(config.upstreamTlsPort, address)
+    const upstream = net.connect({port: config.upstreamTlsPort, host: address, noDelay: true})
     let bytes = 0
     let failed = ''
     upstream.on('connect', () => {
