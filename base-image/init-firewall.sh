@@ -19,6 +19,11 @@
 #    where Docker's embedded DNS keeps its DNAT rules, is left alone): policy DROP,
 #    allow loopback, replies, dnsmasq's DNS, the ipsets, the inbound ports; log
 #    (NFLOG group 42, read by tcpdump into denied.log) and REJECT the rest;
+#  - with an egress gateway (AGENT_SANDBOX_GATEWAY_UID/_PORTS): TCP to ports 80 and
+#    443 of allowlisted addresses is redirected (nat table, chain AGENT-SANDBOX-GW,
+#    the only nat rules of ours) to the gateway on loopback, for every uid but the
+#    gateway's; in the filter table only the gateway's uid may open such connections
+#    itself, so with the gateway down they are refused (fail closed);
 #  - checks the result (OUTPUT policy DROP, dnsmasq answers NXDOMAIN) and prints
 #    "init-firewall: ready (N domains, backend X)".
 #
@@ -32,6 +37,8 @@
 #   AGENT_SANDBOX_GITHUB_META        [0] 1 = also add GitHub's published IP ranges (fetched in the background)
 #   AGENT_SANDBOX_IPV6_CONF_DIR      [/proc/sys/net/ipv6/conf] (IPv6 on if any non-lo interface has disable_ipv6=0)
 #   AGENT_SANDBOX_LIB_DIR            [/usr/local/lib/agent-sandbox] where firewall-lib.sh is
+#   AGENT_SANDBOX_GATEWAY_UID        the egress gateway's uid (none: no gateway)
+#   AGENT_SANDBOX_GATEWAY_PORTS      its HTTP and TLS ports on loopback, "HTTP,TLS"
 #
 # This runs on every sandbox start (and every one-shot `run`): it uses builtins
 # wherever a command would do, since each fork+exec costs ~2 ms of the start.
@@ -90,6 +97,17 @@ DNS_UID="$(id -u "$FW_DNS_USER" 2> /dev/null)" || abort "user $FW_DNS_USER does 
 AGENT_UID="$(id -u "${AGENT_SANDBOX_USER:-node}" 2> /dev/null)" || true
 [ "$AGENT_UID" != "$DNS_UID" ] || abort "user ${AGENT_SANDBOX_USER:-node} has the resolver's uid $DNS_UID: DNS filtering would not apply to it"
 
+# The egress gateway: only its uid may connect to ports 80/443 out; the agent must not have it.
+GW_UID="${AGENT_SANDBOX_GATEWAY_UID:-}" GW_HTTP="" GW_TLS=""
+if [ -n "$GW_UID" ]; then
+  [[ "$GW_UID" =~ ^[0-9]+$ ]] || abort "AGENT_SANDBOX_GATEWAY_UID is not a uid: $GW_UID"
+  [[ "${AGENT_SANDBOX_GATEWAY_PORTS:-}" =~ ^([0-9]{1,5}),([0-9]{1,5})$ ]] \
+    || abort "AGENT_SANDBOX_GATEWAY_PORTS must be two ports, HTTP,TLS: '${AGENT_SANDBOX_GATEWAY_PORTS:-}'"
+  GW_HTTP="${BASH_REMATCH[1]}" GW_TLS="${BASH_REMATCH[2]}"
+  [ "$AGENT_UID" != "$GW_UID" ] || abort "user ${AGENT_SANDBOX_USER:-node} has the gateway's uid $GW_UID: its web traffic would bypass the gateway"
+  [ "$DNS_UID" != "$GW_UID" ] || abort "user $FW_DNS_USER has the gateway's uid $GW_UID"
+fi
+
 fw_prepare_state
 fw_read_upstreams
 
@@ -97,7 +115,8 @@ fw_read_upstreams
 
 # rules FAMILY: print the filter table for FAMILY (4 or 6).
 rules() {
-  local fam="$1" set reject up port
+  local fam="$1" set reject up port loop web_set
+  local -a web_sets=()
   if [ "$fam" = 4 ]; then
     set="$FW_SET4" reject=icmp-port-unreachable
   else
@@ -150,6 +169,20 @@ rules() {
   if [[ " ${FW_UPSTREAMS[*]} " == *" 127.0.0.11 "* ]]; then
     printf -- '-A OUTPUT -p udp -m udp --dport 53 -m owner --uid-owner 0 -j ACCEPT\n'
     printf -- '-A OUTPUT -p tcp -m tcp --dport 53 -m owner --uid-owner 0 -j ACCEPT\n'
+  fi
+  if [ -n "$GW_UID" ]; then
+    # The agent's connections redirected to the gateway (nat): this chain still sees
+    # them leaving by the interface first routed to, so `-o lo` does not match them.
+    if [ "$fam" = 4 ]; then loop=127.0.0.1/32; else loop=::1/128; fi
+    printf -- '-A OUTPUT -d %s -p tcp -m multiport --dports %s,%s -j ACCEPT\n' "$loop" "$GW_HTTP" "$GW_TLS"
+    # Web traffic to allowlisted addresses is the gateway's alone: the agent's was
+    # redirected to it (nat), and whatever was not (a rule lost) is refused here.
+    # Other addresses go on to be logged and refused like any other port.
+    web_sets=("$set")
+    if [ "$fam" = 4 ]; then web_sets+=("$FW_NET4"); fi
+    for web_set in "${web_sets[@]}"; do
+      printf -- '-A OUTPUT -p tcp -m multiport --dports 80,443 -m owner ! --uid-owner %s -m set --match-set %s dst -j REJECT --reject-with tcp-reset\n' "$GW_UID" "$web_set"
+    done
   fi
   printf -- '-A OUTPUT -m set --match-set %s dst -j ACCEPT\n' "$set"
   [ "$fam" = 4 ] && printf -- '-A OUTPUT -m set --match-set %s dst -j ACCEPT\n' "$FW_NET4"
@@ -256,6 +289,40 @@ if [ "$ok6" = 0 ]; then
     warn "IPv6 is disabled in this container; no IPv6 rules loaded ($(fw_last_line "$TMP/restore6.err"))"
   else
     abort "IPv6 is enabled but the IPv6 rules could not be loaded: $(fw_last_line "$TMP/restore6.err")"
+  fi
+fi
+
+# nat_rules FAMILY: the gateway's redirects, as iptables-restore input for the nat
+# table with --noflush (Docker's own nat rules for its embedded DNS stay).
+nat_rules() {
+  local fam="$1" set
+  local -a sets=("$FW_SET4" "$FW_NET4")
+  [ "$fam" = 6 ] && sets=("$FW_SET6")
+  printf '*nat\n:AGENT-SANDBOX-GW - [0:0]\n-F AGENT-SANDBOX-GW\n'
+  printf -- '-A AGENT-SANDBOX-GW -m owner --uid-owner %s -j RETURN\n' "$GW_UID"
+  for set in "${sets[@]}"; do
+    printf -- '-A AGENT-SANDBOX-GW -p tcp -m tcp --dport 80 -m set --match-set %s dst -j REDIRECT --to-ports %s\n' "$set" "$GW_HTTP"
+    printf -- '-A AGENT-SANDBOX-GW -p tcp -m tcp --dport 443 -m set --match-set %s dst -j REDIRECT --to-ports %s\n' "$set" "$GW_TLS"
+  done
+  printf 'COMMIT\n'
+}
+
+# gateway_nat FAMILY RESTORE IPTABLES: load the redirects and jump to them from OUTPUT once.
+gateway_nat() {
+  nat_rules "$1" > "$TMP/nat$1"
+  "$2" --noflush < "$TMP/nat$1" 2> "$TMP/nat$1.err" || return 1
+  "$3" -t nat -C OUTPUT -j AGENT-SANDBOX-GW 2> /dev/null \
+    || "$3" -t nat -I OUTPUT 1 -j AGENT-SANDBOX-GW 2>> "$TMP/nat$1.err"
+}
+
+if [ -n "$GW_UID" ]; then
+  tool t "$BACKEND" iptables-restore
+  tool ipt "$BACKEND" iptables
+  gateway_nat 4 "$t" "$ipt" || abort "cannot load the egress gateway's IPv4 redirects: $(fw_last_line "$TMP/nat4.err")"
+  if [ "$ok6" = 1 ]; then
+    tool ipt "$BACKEND" ip6tables
+    # Without them IPv6 web traffic is refused by the filter rule above (closed, not open).
+    gateway_nat 6 "$t6" "$ipt" || warn "no IPv6 redirects to the egress gateway; IPv6 web traffic is refused ($(fw_last_line "$TMP/nat6.err"))"
   fi
 fi
 

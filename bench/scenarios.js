@@ -33,9 +33,10 @@ const psSandboxes = ['ps', '-a', '--filter', 'label=dev.agent-sandbox.managed=tr
 const dockerStep = (...args) => ({argv: ['docker', ...args]})
 const label = (ctx) => ['--label', `${BENCH_LABEL}=${ctx.id}`]
 const rmForce = (name) => sh('docker', ['rm', '-f', name], {allowFailure: true})
-/** A sandbox and its push gate (the gate first: Podman keeps a container another one's network depends on). */
+/** A sandbox, its push gate and its egress gateway (those first: Podman keeps a container another one's network depends on). */
 const rmSandbox = (name) => {
   rmForce(`${name}-gate`)
+  rmForce(`${name}-gateway`)
   rmForce(name)
 }
 
@@ -134,6 +135,41 @@ const detectStep = (dir) => ({
  * the next; 21 cost a few seconds more.
  * @type {Scenario[]}
  */
+/** An HTTPS test site for the gateway row: node's https with a self-signed certificate, on a network of the bench's own. */
+const SITE = "require('https').createServer({cert: process.env.CERT, key: process.env.KEY}, (q, r) => r.end('ok')).listen(443)"
+/** `$2` sequential HTTPS GETs with curl (200; 20 in the smoke run), to the site's address under its name (`$0`, `$1`). */
+const GETS = 'for i in $(seq "$2"); do curl -skf -o /dev/null --resolve "$0:443:$1" "https://$0/" || exit 1; done'
+const getsArgs = (ctx) => [extra(ctx, 'gwSite'), extra(ctx, 'gwAddress'), ctx.smoke ? '20' : '200']
+
+/** The gateway row's sandbox: on its own network with the site allowlisted; its name, the site's and its address in ctx.extra. */
+function gatewaySetup(ctx) {
+  const net = `asb-bench-${ctx.id}-gwnet`
+  const site = `asb-bench-${ctx.id}-site`
+  docker('network', 'create', ...label(ctx), net)
+  const dir = join(ctx.root, 'gw-cert')
+  mkdirSync(dir, {recursive: true})
+  sh('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', `/CN=${site}`, '-addext', `subjectAltName=DNS:${site}`, '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')])
+  const pem = (f) => sh('cat', [join(dir, f)]).stdout
+  docker('run', '-d', '--name', site, ...label(ctx), '--network', net, '-e', `CERT=${pem('cert.pem')}`, '-e', `KEY=${pem('key.pem')}`, '--entrypoint', 'node', '--user', 'root', ctx.baseImage, '-e', SITE)
+  const ws = makeGitWorkspace(ctx.root, 'gw')
+  cliSync(ctx.root, ['init', ws])
+  writeFileSync(join(ws, '.agent-sandbox', 'config.json'), `${JSON.stringify({dockerNetwork: net, allowDomains: [site]}, null, 2)}\n`)
+  cliSync(ctx.root, ['trust', ws, '--yes'])
+  const name = JSON.parse(cliSync(ctx.root, ['start', ws, '--json']).stdout).name
+  // The site's address, looked up through the sandbox's resolver: that also opens it in the firewall.
+  const address = sh('docker', ['exec', '-u', 'node', name, 'sandbox-exec', 'getent', 'ahostsv4', site]).stdout.split(/\s/)[0]
+  Object.assign(ctx.extra, {gwNet: net, gwSite: site, gwSandbox: name, gwAddress: address})
+}
+
+function gatewayTeardown(ctx) {
+  const name = /** @type {string} */ (ctx.extra.gwSandbox)
+  if (name) rmSandbox(name)
+  rmForce(`asb-bench-${ctx.id}-site`)
+  sh('docker', ['network', 'rm', `asb-bench-${ctx.id}-gwnet`], {allowFailure: true})
+}
+
+const extra = (ctx, key) => String(ctx.extra[key])
+
 export const scenarios = [
   {
     key: 'startup',
@@ -264,8 +300,8 @@ export const scenarios = [
     base: '`agent-sandbox start --network open` (same image)',
     targetDiffMs: 1000,
     smoke: false,
-    a: {before: (ctx) => rmForce(ctx.name), steps: (ctx) => [cli(ctx, 'start', ctx.ws, '--network', 'firewall')], after: (ctx) => rmForce(ctx.name)},
-    b: {before: (ctx) => rmForce(ctx.name), steps: (ctx) => [cli(ctx, 'start', ctx.ws, '--network', 'open')], after: (ctx) => rmForce(ctx.name)},
+    a: {before: (ctx) => rmSandbox(ctx.name), steps: (ctx) => [cli(ctx, 'start', ctx.ws, '--network', 'firewall')], after: (ctx) => rmSandbox(ctx.name)},
+    b: {before: (ctx) => rmSandbox(ctx.name), steps: (ctx) => [cli(ctx, 'start', ctx.ws, '--network', 'open')], after: (ctx) => rmSandbox(ctx.name)},
     teardown: (ctx) => {
       cliSync(ctx.root, ['start', ctx.ws])
     },
@@ -375,6 +411,19 @@ export const scenarios = [
     smoke: false,
     a: {steps: () => [{argv: ['node', join(REPO, 'bench', 'floor-list.cjs')], env: noExtraCa}]},
     b: {steps: () => [dockerStep(...psSandboxes)]},
+  },
+  {
+    key: 'gateway',
+    title: '200 sequential HTTPS GETs to a local test site through the egress gateway (issue 17)',
+    ours: 'curl ×200 as the agent in the sandbox (redirected to the gateway: SNI check, its own DNS query, TLS passed through)',
+    base: 'the same curl ×200 from the gateway container itself (its uid goes out direct: the firewall alone)',
+    target: 1.3,
+    smoke: true,
+    runs: 5,
+    setup: gatewaySetup,
+    teardown: gatewayTeardown,
+    a: {steps: (ctx) => [dockerStep('exec', '-u', 'node', extra(ctx, 'gwSandbox'), '/usr/local/bin/sandbox-exec', 'bash', '-c', GETS, ...getsArgs(ctx))]},
+    b: {steps: (ctx) => [dockerStep('exec', `${extra(ctx, 'gwSandbox')}-gateway`, 'bash', '-c', GETS, ...getsArgs(ctx))]},
   },
   {
     key: 'parallel',

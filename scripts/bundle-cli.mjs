@@ -2,7 +2,8 @@
 // bundle-cli.mjs: bundle the CLI into CommonJS files under dist/bundle/: main.cjs, the
 // dispatcher (dist/cli/main.js), and one file per command (commands/<id>.cjs, from
 // dist/commands/), each with everything it imports from dist/. Run by `npm run build`
-// after tsc.
+// after tsc. Also egress-gateway.cjs, the gateway's program (dist/gateway.js), one
+// self-contained file that build-base copies into the base image.
 //
 // Why (docs/PERFORMANCE.md): bin/run.cjs loads the dispatcher and the one command a
 // line names. Loaded as ES modules the same code costs 15-20 ms more per command
@@ -42,20 +43,17 @@ const entryPoints = [
   {in: 'dist/cli/main.js', out: 'main'},
   ...files.map((f) => ({in: `dist/commands/${f}.js`, out: `commands/${f}`})),
 ]
+const common = {absWorkingDir: root, outdir: 'dist/bundle', outExtension: {'.js': '.cjs'}, bundle: true, platform: 'node', format: 'cjs', target: 'node20', logLevel: 'warning'}
 await build({
-  absWorkingDir: root,
+  ...common,
   entryPoints,
-  outdir: 'dist/bundle',
-  outExtension: {'.js': '.cjs'},
-  bundle: true,
-  platform: 'node',
-  format: 'cjs',
-  target: 'node20',
   external: ['@inquirer/prompts', '@oclif/core', '@octokit/*', 'ora', 'proper-lockfile', 'undici'],
   define: {'import.meta.url': '__agentSandboxModuleUrl'},
   banner: {js: "const __agentSandboxModuleUrl = require('node:url').pathToFileURL(__filename).href;"},
-  logLevel: 'warning',
 })
+
+// The gateway runs from the image with node alone: everything inside, no code cache.
+await build({...common, entryPoints: [{in: 'dist/gateway.js', out: 'egress-gateway'}]})
 
 for (const {out} of entryPoints) {
   const file = join(root, 'dist', 'bundle', `${out}.cjs`)

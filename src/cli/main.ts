@@ -24,6 +24,7 @@ export const COMMAND_IDS: readonly string[] = [
   'doctor',
   'exec',
   'firewall:allow',
+  'firewall:log',
   'firewall:status',
   'init',
   'list',

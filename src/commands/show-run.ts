@@ -10,14 +10,14 @@ import {resolveWorkspace} from '../lib/workspace.js'
 export default class ShowRun extends Command {
   static override summary = 'Print the `docker run` command that `start` would use, without running it.'
   static override description =
-    'Secret environment values are printed as references (`--env NAME`): export them before pasting. A sandbox with a repository is followed by its push gate, a second container in its network namespace.'
+    'Secret environment values are printed as references (`--env NAME`): export them before pasting. A sandbox with a repository is followed by its push gate, and one with the firewall by its egress gateway: containers in its network namespace.'
   static override examples = ['<%= config.bin %> show-run', '<%= config.bin %> show-run ~/src/app --branch feat', '<%= config.bin %> show-run --nested']
   static override args = {path: pathArg}
   static override flags = {'allow-host-network': allowHostNetworkFlag, branch: branchFlag, nested: nestedFlag, network: networkFlag, registry: registryFlag}
 
   async run({args, flags}: Input<typeof ShowRun>): Promise<number | void> {
     const ws = resolveWorkspace(args.path)
-    const {spec, gate, placeholders} = await prepareSandbox(ws, {
+    const {spec, gate, gateway, placeholders} = await prepareSandbox(ws, {
       branch: flags.branch,
       network: flags.network as NetworkMode | undefined,
       allowHostNetwork: flags['allow-host-network'],
@@ -25,7 +25,7 @@ export default class ShowRun extends Command {
       ...(await this.traits(flags)),
     })
     this.secrets.push(...secretValues(spec))
-    this.out(toShellCommand(spec, placeholders.map((p) => ({path: posix.join(ws.path, p.relative), kind: p.kind})), gate ? [gate] : []))
+    this.out(toShellCommand(spec, placeholders.map((p) => ({path: posix.join(ws.path, p.relative), kind: p.kind})), [gate, gateway].filter((c) => c !== undefined)))
   }
 
   /** What the engine needs (user namespace, SELinux) when it answers; show-run itself needs no engine. */

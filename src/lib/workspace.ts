@@ -36,6 +36,8 @@ export const Labels = {
   /** On images: what a no-op rebuild compares (build-key.ts), and the base image's tool versions (JSON). */
   buildKey: `${LABEL_PREFIX}.build-key`,
   versions: `${LABEL_PREFIX}.versions`,
+  /** On an egress gateway container: the name of the sandbox it serves. */
+  gatewayOf: `${LABEL_PREFIX}.gateway-of`,
 } as const
 
 export type SandboxMode = 'bind' | 'branch'
@@ -151,6 +153,10 @@ export const Names = {
   /** The push gate of a sandbox (git-gate.sh). */
   gate(sandboxName: string): string {
     return `${sandboxName}-gate`
+  },
+  /** The egress gateway of a sandbox (src/gateway.ts). */
+  gateway(sandboxName: string): string {
+    return `${sandboxName}-gateway`
   },
   shelfVolume(ws: Workspace): string {
     return `agent-sbx-repo-${ws.hash}`

@@ -773,3 +773,81 @@ warn() { printf "lib: warning: %s\n" "$*" >&2; }
     base-image/firewall-allow.sh base-image/firewall-status.sh base-image/root-env.sh
   assert_success
 }
+
+# gateway_env: a sandbox with an egress gateway (uid 65532, ports 19080/19443); the
+# nat restore (--noflush) goes to nat4/nat6, the filter one to rules4/rules6.
+gateway_env() {
+  export AGENT_SANDBOX_GATEWAY_UID=65532 AGENT_SANDBOX_GATEWAY_PORTS=19080,19443
+  stub iptables-restore 'if [ "${1:-}" = --noflush ]; then cat > "$TEST_TMP/nat4"; else cat > "$TEST_TMP/rules4"; fi'
+  stub ip6tables-restore 'if [ "${1:-}" = --noflush ]; then cat > "$TEST_TMP/nat6"; else cat > "$TEST_TMP/rules6"; fi'
+  # `-t nat -C OUTPUT -j AGENT-SANDBOX-GW` fails: the jump is not there yet
+  stub iptables 'case "$*" in --version) echo "iptables v1.8.11 (nf_tables)" ;; "-S"*) echo "-P OUTPUT DROP" ;; "-t nat -C "*) exit 1 ;; esac'
+}
+
+@test "gateway: web traffic of every uid but the gateway's is redirected to it, and refused if it was not" {
+  gateway_env
+  run "$SCRIPT"
+  assert_success
+  run cat "$TEST_TMP/nat4"
+  assert_line --index 0 '*nat'
+  assert_line --index 1 ':AGENT-SANDBOX-GW - [0:0]'
+  assert_line --index 2 '-F AGENT-SANDBOX-GW'
+  # the gateway's own connections first: never redirected to itself
+  assert_line --index 3 '-A AGENT-SANDBOX-GW -m owner --uid-owner 65532 -j RETURN'
+  assert_line '-A AGENT-SANDBOX-GW -p tcp -m tcp --dport 80 -m set --match-set agent-sandbox-allow4 dst -j REDIRECT --to-ports 19080'
+  assert_line '-A AGENT-SANDBOX-GW -p tcp -m tcp --dport 443 -m set --match-set agent-sandbox-allow4 dst -j REDIRECT --to-ports 19443'
+  assert_line '-A AGENT-SANDBOX-GW -p tcp -m tcp --dport 443 -m set --match-set agent-sandbox-net4 dst -j REDIRECT --to-ports 19443'
+  # the jump from OUTPUT is added once (the stub's -C fails: not there yet)
+  run grep -F 'iptables -t nat -I OUTPUT 1 -j AGENT-SANDBOX-GW' "$STUB_LOG"
+  assert_success
+  # filter: the redirected connections accepted, then 80/443 closed to every other uid, before the allowlist
+  accept="$(line_no '-A OUTPUT -d 127.0.0.1/32 -p tcp -m multiport --dports 19080,19443 -j ACCEPT' "$TEST_TMP/rules4")"
+  reject="$(line_no '-A OUTPUT -p tcp -m multiport --dports 80,443 -m owner ! --uid-owner 65532 -m set --match-set agent-sandbox-allow4 dst -j REJECT --reject-with tcp-reset' "$TEST_TMP/rules4")"
+  run grep -cF -- '-m multiport --dports 80,443 -m owner ! --uid-owner 65532 -m set --match-set agent-sandbox-net4 dst -j REJECT' "$TEST_TMP/rules4"
+  assert_output 1
+  allow="$(line_no '-A OUTPUT -m set --match-set agent-sandbox-allow4 dst -j ACCEPT' "$TEST_TMP/rules4")"
+  [ -n "$accept" ] && [ -n "$reject" ] && [ -n "$allow" ]
+  ((accept < reject && reject < allow))
+}
+
+@test "gateway: IPv6 gets the same redirects to ::1" {
+  gateway_env
+  ipv6 on
+  run "$SCRIPT"
+  assert_success
+  run cat "$TEST_TMP/nat6"
+  assert_line '-A AGENT-SANDBOX-GW -p tcp -m tcp --dport 443 -m set --match-set agent-sandbox-allow6 dst -j REDIRECT --to-ports 19443'
+  run grep -F -- '-A OUTPUT -d ::1/128 -p tcp -m multiport --dports 19080,19443 -j ACCEPT' "$TEST_TMP/rules6"
+  assert_success
+}
+
+@test "gateway: without one, nothing is added to nat and 80/443 stay as before" {
+  run "$SCRIPT"
+  assert_success
+  [ ! -e "$TEST_TMP/nat4" ]
+  run grep -F -- '--dports 80,443' "$TEST_TMP/rules4"
+  assert_failure
+}
+
+@test "gateway: the agent may not have the gateway's uid, and the ports must be two ports; nothing is loaded" {
+  gateway_env
+  stub id 'case "$*" in "-u dnsmasq") echo 999 ;; "-u node") echo 65532 ;; *) exec /usr/bin/id "$@" ;; esac'
+  run "$SCRIPT"
+  assert_failure
+  assert_output --partial "init-firewall: user node has the gateway's uid 65532: its web traffic would bypass the gateway"
+  assert_nothing_loaded
+  stub id 'if [ "$*" = "-u dnsmasq" ]; then echo 999; else exec /usr/bin/id "$@"; fi'
+  export AGENT_SANDBOX_GATEWAY_PORTS=19080
+  run "$SCRIPT"
+  assert_failure
+  assert_output --partial "AGENT_SANDBOX_GATEWAY_PORTS must be two ports, HTTP,TLS: '19080'"
+  assert_nothing_loaded
+}
+
+@test "gateway: redirects that cannot be loaded are fatal" {
+  gateway_env
+  stub iptables-restore 'if [ "${1:-}" = --noflush ]; then echo "iptables-restore: line 2 failed" >&2; exit 1; fi; cat > "$TEST_TMP/rules4"'
+  run "$SCRIPT"
+  assert_failure
+  assert_output --partial "init-firewall: cannot load the egress gateway's IPv4 redirects: iptables-restore: line 2 failed"
+}

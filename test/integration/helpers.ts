@@ -115,9 +115,10 @@ export async function cleanupUnder(root: string = TEST_ROOT): Promise<void> {
     .filter(Boolean)
     .map((line) => line.split('\t'))
     .filter(([, ws]) => ws?.startsWith(root))
-  // Gates first: Podman keeps a container that another one's network depends on.
-  const gates = rows.filter(([, , kind]) => kind === 'gate').map(([id]) => id)
-  const others = rows.filter(([, , kind]) => kind !== 'gate').map(([id]) => id)
+  // Gates and gateways first: Podman keeps a container that another one's network depends on.
+  const companion = (kind: string | undefined) => kind === 'gate' || kind === 'gateway'
+  const gates = rows.filter(([, , kind]) => companion(kind)).map(([id]) => id)
+  const others = rows.filter(([, , kind]) => !companion(kind)).map(([id]) => id)
   if (gates.length) await docker('rm', '-f', ...gates)
   if (others.length) await docker('rm', '-f', ...others)
   const vols = await docker('volume', 'ls', '--filter', 'label=dev.agent-sandbox.managed=true', '--format', '{{.Name}}\t{{.Label "dev.agent-sandbox.workspace"}}')

@@ -216,7 +216,7 @@ describe('several workspaces', () => {
     expect(r1.exitCode, r1.stderr).toBe(0)
     expect(r2.exitCode, r2.stderr).toBe(0)
     const ps = await docker('ps', '-a', '--filter', `label=dev.agent-sandbox.workspace=${ws}`, '--format', '{{.Label "dev.agent-sandbox.kind"}}')
-    expect(ps.stdout.trim().split('\n').sort()).toEqual(['gate', 'sandbox'])
+    expect(ps.stdout.trim().split('\n').sort()).toEqual(['gate', 'gateway', 'sandbox'])
     expect([JSON.parse(r1.stdout).action, JSON.parse(r2.stdout).action].sort()).toEqual(['created', 'running'])
   })
 
@@ -236,7 +236,7 @@ describe('several workspaces', () => {
     expect(again.exitCode, again.stderr).toBe(0)
     expect((await sbx(ws, 'true')).exitCode).toBe(0)
     const ps = await docker('ps', '-a', '--filter', `label=dev.agent-sandbox.workspace=${ws}`, '--format', '{{.Label "dev.agent-sandbox.kind"}}')
-    expect(ps.stdout.trim().split('\n').sort()).toEqual(['gate', 'sandbox'])
+    expect(ps.stdout.trim().split('\n').sort()).toEqual(['gate', 'gateway', 'sandbox'])
   })
 })
 
@@ -251,6 +251,7 @@ describe('show-run', () => {
     const name = await containerName(ws)
     const a = await inspect(name)
     const gateA = await inspect(`${name}-gate`)
+    const gatewayA = await inspect(`${name}-gateway`)
     const shown = await cli(['show-run', ws])
     expect(shown.exitCode, shown.stderr).toBe(0)
     expect(shown.stdout).not.toContain('tok-very-secret-1234')
@@ -293,6 +294,11 @@ describe('show-run', () => {
     expect(pickGate(gateB)).toEqual(pickGate(gateA))
     expect(gateB.HostConfig.NetworkMode).toMatch(new RegExp(`^container:(${name}|${b.Id})$`))
     expect(gateB.State.Running).toBe(true)
+    // And its egress gateway.
+    const gatewayB = await inspect(`${name}-gateway`)
+    expect({...pickGate(gatewayB), cmd: gatewayB.Config.Cmd}).toEqual({...pickGate(gatewayA), cmd: gatewayA.Config.Cmd})
+    expect(gatewayB.HostConfig.NetworkMode).toMatch(new RegExp(`^container:(${name}|${b.Id})$`))
+    expect(gatewayB.State.Running).toBe(true)
     // And the one made from show-run is a working sandbox that start adopts.
     const r = await cli(['start', ws, '--json'])
     expect(r.exitCode, r.stderr).toBe(0)

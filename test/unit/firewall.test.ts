@@ -66,6 +66,8 @@ function status(overrides: Partial<FirewallStatus> = {}): FirewallStatus {
     ipsets: {'agent-sandbox-allow4': 3, 'agent-sandbox-allow6': 0, 'agent-sandbox-net4': 0},
     deniedDns: ['evil.test'],
     deniedConnections: [],
+    gateway: 'none',
+    requests: [],
     ...overrides,
   }
 }

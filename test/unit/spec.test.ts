@@ -9,6 +9,8 @@ import {
   FIREWALL_CAPS,
   GATE_URL,
   buildGateSpec,
+  buildGatewaySpec,
+  gatewayUid,
   buildSpec,
   looksSecret,
   parsePort,
@@ -96,6 +98,42 @@ describe('the agent\'s own git directory and the push gate', () => {
     expect(second).toContain(' --read-only ')
     expect(second).toContain(` --network container:${sandbox.name} `)
     expect(second).toContain(' --tmpfs /tmp:mode=1777 ')
+  })
+})
+
+describe('the egress gateway', () => {
+  const sandbox = buildSpec(ws, settings({allowDomains: ['api.example.com']}), {protectedPaths, gateway: true})
+
+  it('tells the firewall the gateway\'s uid and ports, only with network firewall', () => {
+    const env = Object.fromEntries(sandbox.env.map((e) => [e.name, e.value]))
+    expect(env.AGENT_SANDBOX_GATEWAY_UID).toBe('65532')
+    expect(env.AGENT_SANDBOX_GATEWAY_PORTS).toBe('19080,19443')
+    const open = buildSpec(ws, settings(), {protectedPaths, gateway: true, network: 'open'})
+    expect(open.env.some((e) => e.name.startsWith('AGENT_SANDBOX_GATEWAY'))).toBe(false)
+    expect(buildSpec(ws, settings(), {protectedPaths}).env.some((e) => e.name.startsWith('AGENT_SANDBOX_GATEWAY'))).toBe(false)
+  })
+
+  it('never gives the gateway the agent\'s uid', () => {
+    expect(gatewayUid({uid: 1000})).toBe(65532)
+    expect(gatewayUid({uid: 65532})).toBe(65531)
+  })
+
+  it('builds the gateway: its own uid, no capabilities, read-only root, the sandbox\'s network only, the same allowlist', () => {
+    const gw = buildGatewaySpec(ws, sandbox, {})
+    expect(gw.name).toBe(`${sandbox.name}-gateway`)
+    expect(gw.user).toBe('65532:65532')
+    expect(gw.capAdd).toEqual([])
+    expect(gw.capDrop).toEqual(['ALL'])
+    expect(gw.securityOpt).toEqual(['no-new-privileges'])
+    expect(gw.readOnlyRootfs).toBe(true)
+    expect(gw.networkMode).toBe(`container:${sandbox.name}`)
+    expect(gw.mounts).toEqual([{type: 'tmpfs', source: '', target: '/tmp', readOnly: false, options: 'mode=1777'}])
+    expect(gw.labels).toMatchObject({'dev.agent-sandbox.kind': 'gateway', 'dev.agent-sandbox.gateway-of': sandbox.name})
+    expect(gw.env.find((e) => e.name === 'AGENT_SANDBOX_ALLOW_DOMAINS')?.value).toBe('api.example.com')
+    expect([...(gw.entrypoint ?? []), ...(gw.cmd ?? [])]).toEqual(['/usr/bin/node', '/usr/local/lib/agent-sandbox/egress-gateway.cjs'])
+    expect(buildGatewaySpec(ws, sandbox, {userns: 'keep-id'}).userns).toBe(`container:${sandbox.name}`)
+    const shown = toShellCommand(sandbox, [], [gw])
+    expect(shown.split(' && ')[1]).toContain(` --network container:${sandbox.name} `)
   })
 })
 

@@ -2,10 +2,10 @@
  * build-base and build: version resolution, CA certificates, and streamed
  * builds through the engine CLI.
  */
-import {cpSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync} from 'node:fs'
+import {cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
-import {baseImageDir} from '../util/assets.js'
+import {baseImageDir, packageRoot} from '../util/assets.js'
 import {loadSettings} from '../config/load.js'
 import {assertBuildTrusted} from '../config/trust.js'
 import {buildKey, externalImages, readBuildContext} from './build-key.js'
@@ -132,6 +132,9 @@ export interface BuildBaseResult {
   caCertificates: number
 }
 
+/** The gateway's program, bundled by `npm run build`. */
+const GATEWAY_BUNDLE = join(packageRoot, 'dist', 'bundle', 'egress-gateway.cjs')
+
 export async function buildBase(ctx: Context, options: BuildBaseOptions): Promise<BuildBaseResult> {
   const {engine} = ctx
   const reporter = ctx.reporter ?? silentReporter
@@ -151,6 +154,9 @@ export async function buildBase(ctx: Context, options: BuildBaseOptions): Promis
     for (const entry of readdirSync(baseImageDir)) {
       if (entry !== 'ca-certificates') cpSync(join(baseImageDir, entry), join(context, entry), {recursive: true})
     }
+    // The gateway's program is built from src/ (scripts/bundle-cli.mjs), not kept in base-image/.
+    if (!existsSync(GATEWAY_BUNDLE)) throw new BuildError(`${GATEWAY_BUNDLE} is missing`, {hint: 'build the CLI first: npm run build'})
+    cpSync(GATEWAY_BUNDLE, join(context, 'egress-gateway.cjs'))
     const certDir = join(context, 'ca-certificates')
     cpSync(join(baseImageDir, 'ca-certificates'), certDir, {recursive: true})
     certs.forEach((pem, i) => writeFileSync(join(certDir, `agent-sandbox-${String(i).padStart(3, '0')}.crt`), pem))

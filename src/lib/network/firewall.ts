@@ -17,6 +17,8 @@ import {quoteArg, requireInitialised} from '../workspace.js'
 import {SANDBOX_EXEC, SANDBOX_USER, workspaceMountPath} from '../sandbox/spec.js'
 import {Labels, Names, type Workspace} from '../workspace.js'
 import {parseHookConfigLabel} from '../git/hook-config.js'
+import {formatRequest, parseRequestLog, REQUEST_LOG, type RequestLogEntry} from './gateway/log.js'
+import {GATEWAY_DEFAULTS} from './gateway/ports.js'
 
 const FIREWALL_STATUS = '/usr/local/bin/firewall-status'
 const FIREWALL_ALLOW = '/usr/local/sbin/firewall-allow'
@@ -28,13 +30,14 @@ export interface RunningSandbox {
   id: string
   network: NetworkMode
   labels?: Record<string, string>
+  env?: string[]
 }
 
 /** The workspace's sandbox if it is running, else why not. */
 async function findRunning(ctx: Context, ws: Workspace, branch?: string): Promise<RunningSandbox | SandboxError> {
   const name = Names.container(ws, branch)
   const info = await ctx.engine.containers.inspect(name)
-  if (info?.running) return {name, id: info.id, network: networkOf(info), labels: info.labels}
+  if (info?.running) return {name, id: info.id, network: networkOf(info), labels: info.labels, env: info.env}
   const branchArg = branch === undefined ? '' : ` --branch ${quoteArg(branch)}`
   return new SandboxError(`no running sandbox for ${ws.path}${branch === undefined ? '' : ` (branch ${branch})`}: ${info ? `${name} is ${info.status}` : `${name} does not exist`}`, {
     hint: `start it first: agent-sandbox start ${quoteArg(ws.path)}${branchArg}`,
@@ -80,6 +83,10 @@ export interface FirewallStatus extends Omit<RawFirewallStatus, 'deniedConnectio
   container: string
   network: NetworkMode
   deniedConnections: DeniedConnection[]
+  /** The egress gateway: `none` for a sandbox made without one. */
+  gateway: 'running' | 'down' | 'none'
+  /** Its most recent requests, oldest first. */
+  requests: RequestLogEntry[]
 }
 
 export async function firewallStatus(ctx: Context, ws: Workspace, options: {branch?: string} = {}): Promise<FirewallStatus | {container: string; network: NetworkMode}> {
@@ -89,14 +96,65 @@ export async function firewallStatus(ctx: Context, ws: Workspace, options: {bran
 }
 
 async function readStatus(ctx: Context, sandbox: RunningSandbox): Promise<FirewallStatus> {
-  const result = await ctx.engine.containers.exec(sandbox.id, [FIREWALL_STATUS, '--json'], {user: 'root'})
+  const [result, gateway] = await Promise.all([ctx.engine.containers.exec(sandbox.id, [FIREWALL_STATUS, '--json'], {user: 'root'}), gatewayRequests(ctx, sandbox, 20)])
   if (result.exitCode !== 0) {
     throw new SandboxError(`firewall-status failed in ${sandbox.name} (exit ${result.exitCode}): ${lastLine(result.stderr) || 'no message'}`, {
       hint: `see the firewall's own log: docker exec ${sandbox.name} cat /run/agent-sandbox/firewall.log`,
     })
   }
-  return parseStatus(result.stdout, sandbox)
+  return {...parseStatus(result.stdout, sandbox), ...gateway}
 }
+
+/** Whether the sandbox was made with an egress gateway (its firewall redirects to one). */
+function hasGateway(sandbox: RunningSandbox): boolean {
+  return sandbox.network === 'firewall' && (sandbox.env ?? []).some((e) => e.startsWith('AGENT_SANDBOX_GATEWAY_UID='))
+}
+
+const GATEWAY_LOG = `${GATEWAY_DEFAULTS.stateDir}/${REQUEST_LOG}`
+
+/** The gateway's state and its last `lines` requests (none when it is down: its log went with it). */
+async function gatewayRequests(ctx: Context, sandbox: RunningSandbox, lines: number): Promise<Pick<FirewallStatus, 'gateway' | 'requests'>> {
+  if (!hasGateway(sandbox)) return {gateway: 'none', requests: []}
+  const info = await ctx.engine.containers.inspect(Names.gateway(sandbox.name))
+  if (!info?.running) return {gateway: 'down', requests: []}
+  const r = await ctx.engine.containers.exec(info.id, ['tail', '-n', String(lines), GATEWAY_LOG])
+  return {gateway: 'running', requests: r.exitCode === 0 ? parseRequestLog(r.stdout) : []}
+}
+
+/**
+ * The gateway's request log: the last `lines` entries, then with `follow`
+ * each new one as it is written, until `signal` aborts. Entries go to
+ * `onEntry`, in order.
+ */
+export async function requestLog(ctx: Context, ws: Workspace, options: {branch?: string; lines?: number; follow?: boolean; signal?: AbortSignal; onEntry: (e: RequestLogEntry) => void}): Promise<void> {
+  const sandbox = await requireRunning(ctx, ws, options.branch)
+  if (!hasGateway(sandbox)) {
+    throw new SandboxError(`${sandbox.name} has no egress gateway (network mode "${sandbox.network}", or made by an older agent-sandbox): there is no request log`, {
+      hint: `recreate it with the firewall: agent-sandbox rm ${quoteArg(ws.path)} && agent-sandbox start ${quoteArg(ws.path)}`,
+    })
+  }
+  const name = Names.gateway(sandbox.name)
+  const info = await ctx.engine.containers.inspect(name)
+  if (!info?.running) {
+    throw new NotReadyError(`the egress gateway ${name} is not running: ${sandbox.name} has no web access`, {hint: `start it again: agent-sandbox start ${quoteArg(ws.path)}`})
+  }
+  const lines = String(options.lines ?? 50)
+  let rest = ''
+  const onStdout = (chunk: Buffer) => {
+    const text = rest + chunk.toString('utf8')
+    const cut = text.lastIndexOf('\n')
+    rest = text.slice(cut + 1)
+    for (const e of parseRequestLog(text.slice(0, cut + 1))) options.onEntry(e)
+  }
+  // tail -F follows the log across its rotation.
+  const cmd = options.follow ? ['tail', '-n', lines, '-F', GATEWAY_LOG] : ['tail', '-n', lines, GATEWAY_LOG]
+  const r = await ctx.engine.containers.exec(info.id, cmd, {onStdout, collect: false, signal: options.signal})
+  if (r.exitCode !== 0 && r.exitCode !== -1 && !/No such file/.test(r.stderr)) {
+    throw new SandboxError(`cannot read the request log in ${name} (exit ${r.exitCode}): ${lastLine(r.stderr) || 'no message'}`)
+  }
+}
+
+export {formatRequest}
 
 export function parseStatus(text: string, sandbox: Pick<RunningSandbox, 'name' | 'network'>): FirewallStatus {
   let raw: RawFirewallStatus
@@ -116,6 +174,8 @@ export function parseStatus(text: string, sandbox: Pick<RunningSandbox, 'name' |
     ipsets: raw.ipsets ?? {},
     deniedDns: raw.deniedDns ?? [],
     deniedConnections: (raw.deniedConnections ?? []).map(parseDeniedLine),
+    gateway: 'none',
+    requests: [],
   }
 }
 
@@ -165,6 +225,8 @@ export function formatStatus(status: FirewallStatus | {container: string; networ
     '',
   )
   section('Denied DNS names (most recent last):', status.deniedDns)
+  if (status.gateway === 'down') out.push('Egress gateway: NOT RUNNING: no web traffic leaves (restart it with agent-sandbox start)', '')
+  if (status.gateway === 'running') section('Recent requests through the egress gateway (most recent last):', status.requests.map(formatRequest))
   const rows = status.deniedConnections.map((c) => (c.time ? [c.time, c.protocol, c.source, c.destination] : ['', '', '', c.line]))
   section('Denied connections (most recent last):', table(rows.length ? [['TIME', 'PROTO', 'FROM', 'TO'], ...rows] : []))
   return out.join('\n').trimEnd()
@@ -248,6 +310,7 @@ export async function allowDomains(ctx: Context, ws: Workspace, domains: string[
       if (added) result.added.push(added[1])
       if (already) result.alreadyAllowed.push(already[1])
     }
+    if (result.added.length && hasGateway(sandbox)) await gatewayAllow(ctx, sandbox.name, result.added)
   }
   if (planned) {
     result.saved = writeSave(planned)
@@ -310,6 +373,17 @@ function writeSave(plan: SavePlan): {path: string; added: string[]} {
   return {path: plan.path, added: plan.added}
 }
 
+/** Add domains to the running gateway's own allowlist (it decides by name; the firewall only by address). */
+export async function gatewayAllow(ctx: Context, sandboxName: string, domains: string[]): Promise<void> {
+  const name = Names.gateway(sandboxName)
+  const r = await ctx.engine.containers.exec(name, ['/usr/bin/node', GATEWAY_DEFAULTS.program, '--allow', ...domains]).catch((error: unknown) => ({exitCode: -1, stdout: '', stderr: String(error)}))
+  if (r.exitCode !== 0) {
+    throw new SandboxError(`the firewall allows ${domains.join(', ')}, but the egress gateway ${name} could not be told (exit ${r.exitCode}): ${lastLine(r.stderr) || 'no message'}`, {
+      hint: 'web requests to them are refused until the gateway is restarted: agent-sandbox start',
+    })
+  }
+}
+
 // ---- doctor ------------------------------------------------------------------
 
 export type CheckStatus = 'pass' | 'fail' | 'skip'
@@ -358,6 +432,8 @@ const QUALIFIED_ACCEPT = [
   /^-A OUTPUT (-d \S+ )?-p (udp|tcp) -m (udp|tcp) --dport 53 -m owner --uid-owner \d+ -j ACCEPT $/,
   /^-A OUTPUT -d (127\.[\d.]+|::1)(\/\d+)? -m owner --uid-owner \d+ -j ACCEPT $/,
   /^-A OUTPUT -p ipv6-icmp -m icmp6 --icmpv6-type \d+ -m hl --hl-eq 255 -j ACCEPT $/,
+  // the agent's web traffic, redirected to the egress gateway on loopback
+  /^-A OUTPUT -d (127\.0\.0\.1\/32|::1\/128) -p tcp -m multiport --dports \d+,\d+ -j ACCEPT $/,
 ]
 
 function checkFamily(name: string, rules: string[], reject: string): DoctorCheck {
@@ -406,7 +482,8 @@ export function doctorScript(): string {
 export async function runDoctor(ctx: Context, ws: Workspace, options: {branch?: string} = {}): Promise<DoctorReport> {
   const sandbox = await requireRunning(ctx, ws, options.branch)
   const checks: DoctorCheck[] = []
-  if (sandbox.network === 'firewall') checks.push(...checkRules(await readStatus(ctx, sandbox)))
+  const status = sandbox.network === 'firewall' ? await readStatus(ctx, sandbox) : undefined
+  if (status) checks.push(...checkRules(status))
   else checks.push({name: 'network-mode', status: sandbox.network === 'none' ? 'pass' : 'fail', detail: sandbox.network === 'none' ? 'none: no network at all' : 'open: egress is NOT filtered'})
   // The protected mounts as root: in a compromised sandbox every process of node is killed (mount-watch.sh).
   const m = await ctx.engine.containers.exec(sandbox.id, ['bash', '-c', doctorScript(), 'sandbox-doctor', '--mounts'], {user: 'root'})
@@ -429,7 +506,38 @@ export async function runDoctor(ctx: Context, ws: Workspace, options: {branch?: 
     throw new SandboxError(`doctor.sh exited 1 in ${sandbox.name} without reporting a failed check: ${lastLine(r.stderr)}`)
   }
   checks.push(...probes, await checkHookConfig(ctx, sandbox, workspaceMountPath(ws)))
+  if (status) checks.push(await checkGateway(ctx, sandbox, status))
   return {container: sandbox.name, network: sandbox.network, ok: !checks.some((c) => c.status === 'fail'), checks}
+}
+
+/**
+ * The egress gateway: running, answering the agent (a request for a name no
+ * allowlist has must come back refused by the gateway itself), the firewall's
+ * redirects to it in place, and ports 80/443 closed to every other uid.
+ */
+async function checkGateway(ctx: Context, sandbox: RunningSandbox, status: FirewallStatus): Promise<DoctorCheck> {
+  const name = 'egress-gateway'
+  if (!hasGateway(sandbox)) return {name, status: 'skip', detail: 'this sandbox was made without an egress gateway (an older agent-sandbox): recreate it to get one'}
+  if (status.gateway !== 'running') return {name, status: 'fail', detail: `${Names.gateway(sandbox.name)} is not running: web traffic is refused (fail closed); run agent-sandbox start to restart it`}
+  const uid = (sandbox.env ?? []).find((e) => e.startsWith('AGENT_SANDBOX_GATEWAY_UID='))?.split('=')[1]
+  const problems: string[] = []
+  const closed = status.rules.filter((r) => r.includes('--dports 80,443') && r.includes(`! --uid-owner ${uid} `) && r.includes('-j REJECT'))
+  if (!closed.some((r) => r.includes('agent-sandbox-allow4'))) problems.push('ports 80/443 of allowlisted addresses are not closed to every uid but the gateway\'s')
+  const ipt = status.backend === 'legacy' ? 'iptables-legacy' : 'iptables'
+  const [nat, probe] = await Promise.all([
+    ctx.engine.containers.exec(sandbox.id, [ipt, '-t', 'nat', '-S', 'AGENT-SANDBOX-GW'], {user: 'root'}),
+    ctx.engine.containers.exec(
+      sandbox.id,
+      [SANDBOX_EXEC, 'curl', '-sS', '-o', '/dev/null', '-w', '%{http_code} %header{x-agent-sandbox}', '--max-time', '5', '-H', 'Host: agent-sandbox-selftest.invalid', `http://127.0.0.1:${GATEWAY_DEFAULTS.httpPort}/`],
+      {user: SANDBOX_USER},
+    ),
+  ])
+  const redirects = nat.stdout.split('\n').filter((l) => l.includes('-j REDIRECT')).length
+  if (redirects < 2) problems.push(`the firewall does not redirect web traffic to the gateway (${redirects} redirect rules)`)
+  if (probe.stdout.trim() !== '403 blocked') problems.push(`the gateway did not refuse a name outside the allowlist (${probe.stdout.trim() || lastLine(probe.stderr) || `curl exit ${probe.exitCode}`})`)
+  return problems.length
+    ? {name, status: 'fail', detail: problems.join('; ')}
+    : {name, status: 'pass', detail: `running; ${redirects} redirect rules; only its uid ${uid} reaches ports 80/443; refuses names outside the allowlist`}
 }
 
 /** Issue 20: the hook frameworks' configuration found at creation is read-only for the agent (a real access(W_OK) as the agent). */

@@ -16,7 +16,8 @@ import {provisionBranch} from '../git/shelf.js'
 import {createPlaceholders, fsKindOf, planProtectedPaths} from '../git/protected.js'
 import {detectHookConfig, fsHookProbe, hooksDirOf, hooksPathFromConfig, hookConfigLabel, type HookConfigReport} from '../git/hook-config.js'
 import {silentReporter} from '../reporter.js'
-import {buildGateSpec, buildSpec, checkDockerNetwork, NESTED_STORE, SANDBOX_EXEC, STATE_DIR, toCreateOptions, type SandboxSpec} from './spec.js'
+import {buildGateSpec, buildGatewaySpec, buildSpec, checkDockerNetwork, NESTED_STORE, SANDBOX_EXEC, STATE_DIR, toCreateOptions, type SandboxSpec} from './spec.js'
+import {GATEWAY_DEFAULTS} from '../network/gateway/ports.js'
 import {Labels, Names, quoteArg, requireInitialised, sanitizeBranch, type Workspace} from '../workspace.js'
 import {planGhapp, type GhappPlan} from '../github/plan.js'
 import {ensureRefresher, provisionToken, removeAppToken} from '../github/refresher.js'
@@ -46,6 +47,8 @@ export interface PreparedSandbox {
   spec: SandboxSpec
   /** The push gate that goes with a `start`-ed sandbox that has a repository (buildGateSpec). */
   gate?: SandboxSpec
+  /** The egress gateway that goes with a `start`-ed sandbox with network `firewall` (buildGatewaySpec). */
+  gateway?: SandboxSpec
   settings: Settings
   placeholders: Array<{relative: string; kind: 'file' | 'dir'}>
   skipped: Array<{relative: string; reason: string}>
@@ -83,7 +86,10 @@ export async function prepareSandbox(ws: Workspace, options: SandboxOptions, env
   const ownGit = git === 'repository' && !branchMode ? (oneShot ? 'tmpfs' : 'volume') : undefined
   const ghapp = options.name === undefined ? planGhapp(ws, settings.github, Names.container(ws, options.branch), env) : undefined
   const secretValues = Object.fromEntries(settings.secretEnv.filter((n) => env[n] !== undefined).map((n) => [n, env[n] as string]))
+  // One-shot containers (run, the API) keep the firewall alone: they have no companion containers.
+  const gatewayOn = !oneShot && (options.network ?? settings.network) === 'firewall'
   const spec = buildSpec(ws, settings, {
+    gateway: gatewayOn,
     branch: options.branch,
     network: options.network,
     protectedPaths: plan.mounts,
@@ -102,7 +108,8 @@ export async function prepareSandbox(ws: Workspace, options: SandboxOptions, env
     nestedStore: oneShot ? 'tmpfs' : 'volume',
   })
   const gate = !oneShot && (ownGit === 'volume' || branchMode) ? buildGateSpec(ws, spec, settings, {...options, gateFiles: hookConfig?.protect}) : undefined
-  return {spec, gate, settings, placeholders: plan.placeholders, skipped: plan.skipped, ghapp, hookConfig}
+  const gateway = gatewayOn ? buildGatewaySpec(ws, spec, {branch: options.branch, userns: options.userns}) : undefined
+  return {spec, gate, gateway, settings, placeholders: plan.placeholders, skipped: plan.skipped, ghapp, hookConfig}
 }
 
 /** What the workspace's .git is: a repository the agent gets its own view of, or something to protect. */
@@ -115,6 +122,8 @@ function hostGitKind(ws: Workspace, kindOf: ReturnType<typeof fsKindOf>): 'repos
   }
   return kind === 'dir' && kindOf('.git/HEAD') === 'file' ? 'repository' : 'other'
 }
+
+const GATEWAY_PORTS = [GATEWAY_DEFAULTS.httpPort, GATEWAY_DEFAULTS.tlsPort]
 
 export interface StartResult {
   name: string
@@ -143,6 +152,7 @@ export async function startSandbox(ctx: Context, ws: Workspace, options: Sandbox
             reporter.warn(`${name} was started by an older agent-sandbox, in which the agent can write the host's .git; restart it: agent-sandbox stop && agent-sandbox start`)
           }
           if (existing.labels[Labels.git] === 'gate') await ensureGate(ctx, ws, existing, options)
+          if (existing.labels[Labels.network] === 'firewall') await ensureGateway(ctx, ws, existing, options)
           if (existing.labels[Labels.ghapp] === '1') ensureRefresher(name, ctx.env ?? process.env, ctx.launchRefresher)
           return {name, action: 'running' as const, container: existing}
         }
@@ -171,13 +181,17 @@ export async function startSandbox(ctx: Context, ws: Workspace, options: Sandbox
           // A protected path removed on the host since: the engine would create its mount point as root.
           createPlaceholders(ws.path, prepared.placeholders, ws)
           await reporter.step(`Starting ${name}`, () => ctx.engine.containers.start(existing.id))
-          const [container] = await Promise.all([waitReady(ctx, existing), prepared.gate ? startGate(ctx, prepared.gate) : undefined])
+          const [container] = await Promise.all([
+            waitReady(ctx, existing),
+            prepared.gate ? startGate(ctx, prepared.gate) : undefined,
+            prepared.gateway ? startGateway(ctx, prepared.gateway) : undefined,
+          ])
           if (prepared.gate) await checkGate(ctx, prepared.gate.name)
           return keepFresh({name, action: 'started' as const, container})
         }
         reporter.info(`settings changed since ${name} was created; recreating it (volumes are kept)`)
-        // Its gate first: Podman keeps a container that another one's network depends on.
-        await removeGate(ctx, Names.gate(name))
+        // Its gate and gateway first: Podman keeps a container that another one's network depends on.
+        await Promise.all([removeGate(ctx, Names.gate(name)), removeGate(ctx, Names.gateway(name))])
         await ctx.engine.containers.remove(existing.id, {force: true})
       }
       return keepFresh(await createAndStart(ctx, ws, prepared, options))
@@ -225,28 +239,34 @@ async function createAndStart(ctx: Context, ws: Workspace, prepared: PreparedSan
   let creating: Promise<string> | undefined
   let starting: Promise<void> | undefined
   let gating: Promise<void> | undefined
+  let gatewaying: Promise<void> | undefined
   try {
     id = await untilAborted(ctx.signal, reporter.step(`Creating ${spec.name}`, () => (creating = createContainer(ctx, spec))))
     await untilAborted(ctx.signal, (starting = ctx.engine.containers.start(id)))
     const created = id
-    const {gate} = prepared
-    // The gate joins the sandbox's network namespace, so it starts once the sandbox has one.
+    const {gate, gateway} = prepared
+    // The gate and the gateway join the sandbox's network namespace, so they start once the sandbox has one.
     const [container] = await untilAborted(
       ctx.signal,
       reporter.step('Waiting for the firewall and set-up', () =>
-        Promise.all([waitReady(ctx, {id: created, name: spec.name}), gate ? (gating = startGate(ctx, gate)) : undefined]),
+        Promise.all([
+          waitReady(ctx, {id: created, name: spec.name}),
+          gate ? (gating = startGate(ctx, gate)) : undefined,
+          gateway ? (gatewaying = startGateway(ctx, gateway)) : undefined,
+        ]),
       ),
     )
     if (gate) await checkGate(ctx, gate.name)
     return {name: spec.name, action: 'created', container}
   } catch (error) {
-    // Never leave it half-made: remove the gate, then the sandbox; the next start recreates them.
+    // Never leave it half-made: remove the gate and the gateway, then the sandbox; the next start recreates them.
     // An interrupted create, start or gate is waited for first: Podman, with the request abandoned
     // or the container removed while it starts, can keep the name taken by a container it no longer
     // knows, and the gate joins the sandbox's namespaces.
     const created = id ?? (await creating?.catch(() => undefined))
-    await Promise.all([starting?.catch(() => undefined), gating?.catch(() => undefined)])
+    await Promise.all([starting?.catch(() => undefined), gating?.catch(() => undefined), gatewaying?.catch(() => undefined)])
     if (prepared.gate) await removeGate(ctx, prepared.gate.name).catch(() => undefined)
+    if (prepared.gateway) await removeGate(ctx, prepared.gateway.name).catch(() => undefined)
     if (created) await ctx.engine.containers.remove(created, {force: true}).catch(() => undefined)
     throw error
   }
@@ -285,6 +305,46 @@ async function ensureGate(ctx: Context, ws: Workspace, sandbox: ContainerInfo, o
   if (!prepared.gate) return
   await startGate(ctx, prepared.gate)
   await checkGate(ctx, name)
+}
+
+/**
+ * (Re)create and start a sandbox's egress gateway, and wait until it serves:
+ * the sandbox's web traffic is redirected to it, so a sandbox without it has
+ * no web at all (fail closed). If it does not come up, start fails (exit 6)
+ * with its last message.
+ */
+async function startGateway(ctx: Context, gateway: SandboxSpec): Promise<void> {
+  await removeGate(ctx, gateway.name)
+  const id = await ctx.engine.containers.create(toCreateOptions(gateway))
+  await ctx.engine.containers.start(id)
+  const [httpPort, tlsPort] = GATEWAY_PORTS
+  // bash's /dev/tcp, retried: cheaper than a node process, and the gateway's own uid may connect to itself.
+  const probe = `for i in $(seq 100); do (: < /dev/tcp/127.0.0.1/${httpPort} && : < /dev/tcp/127.0.0.1/${tlsPort}) 2> /dev/null && exit 0; sleep 0.1; done; exit 1`
+  const result = await ctx.engine.containers.exec(id, ['bash', '-c', probe]).catch((error: unknown) => ({exitCode: -1, stdout: '', stderr: String(error)}))
+  if (result.exitCode === 0) return
+  const info = await ctx.engine.containers.inspect(id)
+  const logs = info ? await ctx.engine.containers.logs(id, 20).catch(() => '') : ''
+  const lines = logs.split('\n').map((l) => l.trim())
+  // Its own last word, else node's error line (node ends a crash with its version, which says nothing).
+  const reason =
+    lines.filter((l) => l.startsWith('egress-gateway: ')).pop()?.replace(/^egress-gateway: /, '') ??
+    lines.find((l) => /^\w*Error: /.test(l)) ??
+    (info?.running ? 'it does not listen' : 'it exited')
+  throw new NotReadyError(`the egress gateway ${gateway.name} did not start: ${reason}`, {hint: 'without it the sandbox has no web access; fix the cause and run start again'})
+}
+
+/** A running sandbox's gateway: made anew when it is not running (a killed gateway leaves the sandbox without web). */
+async function ensureGateway(ctx: Context, ws: Workspace, sandbox: ContainerInfo, options: SandboxOptions): Promise<void> {
+  const gateway = await ctx.engine.containers.inspect(Names.gateway(sandbox.name))
+  // Started before the sandbox (an engine-level restart of it): it serves a network namespace that is gone.
+  if (gateway?.running && Date.parse(gateway.startedAt) >= Date.parse(sandbox.startedAt)) return
+  const prepared = await prepareSandbox(ws, {...options, ...(await engineTraits(ctx))}, ctx.env)
+  if (!prepared.gateway || !sandbox.env.some((e) => e.startsWith('AGENT_SANDBOX_GATEWAY_UID='))) return
+  await startGateway(ctx, prepared.gateway)
+  // Domains added live since the sandbox started (firewall allow) are in its firewall's allowlist only.
+  const saved = await ctx.engine.containers.exec(sandbox.id, ['cat', `${STATE_DIR}/allowlist`])
+  const domains = saved.exitCode === 0 ? saved.stdout.split('\n').filter(Boolean) : []
+  if (domains.length) await ctx.engine.containers.exec(Names.gateway(sandbox.name), ['/usr/bin/node', GATEWAY_DEFAULTS.program, '--allow', ...domains])
 }
 
 /** What the spec needs to know about the engine (cheap on a local engine; see Engine). */
@@ -414,7 +474,7 @@ export async function removeSandbox(ctx: Context, ws: Workspace, options: {branc
   const name = Names.container(ws, options.branch)
   const info = await ctx.engine.containers.inspect(name)
   const result: RemoveResult = {container: info ? 'removed' : 'missing', volumes: []}
-  await removeGate(ctx, Names.gate(name))
+  await Promise.all([removeGate(ctx, Names.gate(name)), removeGate(ctx, Names.gateway(name))])
   if (info) {
     await ctx.engine.containers.remove(info.id, {force: true})
   }

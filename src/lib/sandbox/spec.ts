@@ -11,6 +11,7 @@ import {MIN_CPUS, MIN_MEMORY_BYTES, parseSize} from '../config/limits.js'
 import {Labels, md5, Names, quoteArg, sanitizeBranch, workspaceLabels, type Workspace} from '../workspace.js'
 import type {MountSpec} from '../engine/types.js'
 import {UsageError} from '../errors.js'
+import {GATEWAY_DEFAULTS} from '../network/gateway/ports.js'
 
 export const STATE_DIR = '/run/agent-sandbox'
 export const SANDBOX_USER = 'node'
@@ -123,6 +124,8 @@ export interface SpecOptions {
   nestedSeccomp?: string
   /** Where nested images live: the workspace's volume (sandboxes), or a tmpfs (one-shot containers, which must not share a store with a running sandbox). */
   nestedStore?: 'volume' | 'tmpfs'
+  /** The sandbox's web traffic goes through its egress gateway (buildGatewaySpec); network `firewall` only. */
+  gateway?: boolean
 }
 
 export interface GhappSpec {
@@ -310,6 +313,13 @@ export function buildSpec(ws: Workspace, settings: Settings, options: SpecOption
       {name: 'TESTCONTAINERS_HOST_OVERRIDE', value: '127.0.0.1', secret: false},
     )
   }
+  // init-firewall.sh redirects TCP 80/443 to the gateway and lets only its uid out on those ports.
+  if (options.gateway && network === 'firewall') {
+    env.push(
+      {name: 'AGENT_SANDBOX_GATEWAY_UID', value: String(gatewayUid(ws)), secret: false},
+      {name: 'AGENT_SANDBOX_GATEWAY_PORTS', value: `${GATEWAY_DEFAULTS.httpPort},${GATEWAY_DEFAULTS.tlsPort}`, secret: false},
+    )
+  }
   if (ports.length) {
     env.push({name: 'AGENT_SANDBOX_INBOUND_PORTS', value: [...new Set(ports.map((p) => p.containerPort))].join(','), secret: false})
   }
@@ -462,6 +472,56 @@ export function buildGateSpec(ws: Workspace, sandbox: SandboxSpec, settings: Set
     // does not own: the gate joins the sandbox's user namespace (keep-id) too.
     ...(options.userns ? {userns: `container:${sandbox.name}`} : {}),
     entrypoint: [GATE_ENTRYPOINT],
+    readOnlyRootfs: true,
+  }
+  spec.labels[Labels.spec] = specHash(spec)
+  return spec
+}
+
+/**
+ * The gateway's uid: one no user of the sandbox has. The firewall lets only
+ * this uid out on ports 80 and 443, so it must never be the agent's (the
+ * workspace owner's, which `node` is renumbered to).
+ */
+export function gatewayUid(ws: Pick<Workspace, 'uid'>): number {
+  return ws.uid === 65532 ? 65531 : 65532
+}
+
+/**
+ * The egress gateway of a sandbox (src/gateway.ts): the only process that may
+ * open connections to ports 80 and 443, and so the only one that sees the
+ * traffic the firewall redirects there. Like the push gate it shares only the
+ * sandbox's network namespace, with its own PID and mount namespaces, no
+ * capabilities, a read-only root and a uid of its own: the agent can neither
+ * signal it nor read its memory or files.
+ */
+export function buildGatewaySpec(ws: Workspace, sandbox: SandboxSpec, options: {branch?: string; userns?: string}): SandboxSpec {
+  const uid = gatewayUid(ws)
+  const allow = sandbox.env.find((e) => e.name === 'AGENT_SANDBOX_ALLOW_DOMAINS')
+  const env: EnvEntry[] = [
+    {name: 'AGENT_SANDBOX_GATEWAY_PORTS', value: `${GATEWAY_DEFAULTS.httpPort},${GATEWAY_DEFAULTS.tlsPort}`, secret: false},
+    ...(allow ? [{...allow}] : []),
+  ]
+  const spec: SandboxSpec = {
+    name: Names.gateway(sandbox.name),
+    image: sandbox.image,
+    labels: {...workspaceLabels(ws, options.branch), [Labels.kind]: 'gateway', [Labels.gatewayOf]: sandbox.name},
+    mounts: [{type: 'tmpfs', source: '', target: GATEWAY_DEFAULTS.stateDir, readOnly: false, options: 'mode=1777'}],
+    env,
+    user: `${uid}:${uid}`,
+    execUser: `${uid}:${uid}`,
+    workdir: GATEWAY_DEFAULTS.stateDir,
+    capAdd: [],
+    capDrop: ['ALL'],
+    securityOpt: ['no-new-privileges'],
+    networkMode: `container:${sandbox.name}`,
+    ports: [],
+    limits: {pids: 256},
+    // As the gate: rootless Podman needs the sandbox's user namespace to join its network namespace.
+    ...(options.userns ? {userns: `container:${sandbox.name}`} : {}),
+    // The program as the command: `docker run --entrypoint` takes one word (show-run prints this).
+    entrypoint: ['/usr/bin/node'],
+    cmd: [GATEWAY_DEFAULTS.program],
     readOnlyRootfs: true,
   }
   spec.labels[Labels.spec] = specHash(spec)
