@@ -2,7 +2,7 @@ import {Flags} from '../cli/params.js'
 import {Command, type Input} from '../cli/command.js'
 import {branchFlag, pathArg} from '../cli/flags.js'
 import {ExitCode} from '../lib/errors.js'
-import {formatDoctor, runDoctor} from '../lib/network/firewall.js'
+import {formatDoctor, runDoctor} from '../lib/sandbox/doctor.js'
 import {resolveWorkspace} from '../lib/workspace.js'
 
 export default class Doctor extends Command {

@@ -3,13 +3,11 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {afterEach, beforeEach, describe, expect, it, vi} from 'vitest'
 import type {Engine, ExecResult} from '../../src/lib/engine/index.js'
+import {checkRules, formatDoctor, parseDoctorOutput} from '../../src/lib/sandbox/doctor.js'
 import {
   allowDomains,
-  checkRules,
-  formatDoctor,
   formatStatus,
   parseDeniedLine,
-  parseDoctorOutput,
   parseStatus,
   splitDomainsAndPath,
   validateDomains,

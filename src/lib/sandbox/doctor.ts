@@ -1,0 +1,194 @@
+/**
+ * `doctor`: does the running sandbox hold? The firewall's rules checked as
+ * root, the ways out tried as `node` (doctor.sh, inside), the push gate, the
+ * egress gateway, the DNS watch and the hook configuration's mounts.
+ */
+import {join} from 'node:path'
+import {readFileSync} from 'node:fs'
+import {baseImageDir} from '../util/assets.js'
+import {NotReadyError, SandboxError} from '../errors.js'
+import type {Context} from '../context.js'
+import {parseHookConfigLabel} from '../git/hook-config.js'
+import {hasGateway, lastLine, NOT_READY, readStatus, requireRunning, table, type FirewallStatus, type RunningSandbox} from '../network/firewall.js'
+import {GATEWAY_DEFAULTS} from '../network/gateway/ports.js'
+import type {NetworkMode} from '../config/schema.js'
+import {SANDBOX_EXEC, SANDBOX_USER, workspaceMountPath} from './spec.js'
+import {Labels, Names, type Workspace} from '../workspace.js'
+
+export type CheckStatus = 'pass' | 'fail' | 'skip'
+
+export interface DoctorCheck {
+  name: string
+  status: CheckStatus
+  detail: string
+}
+
+export interface DoctorReport {
+  container: string
+  network: NetworkMode
+  ok: boolean
+  checks: DoctorCheck[]
+}
+
+/**
+ * The rules in force, from firewall-status run as root: default-deny policies,
+ * a final REJECT, and no ACCEPT in OUTPUT that is not one of ours.
+ */
+export function checkRules(status: FirewallStatus): DoctorCheck[] {
+  if (!status.rulesReadable) return [{name: 'rules', status: 'fail', detail: 'the rules could not be read as root'}]
+  const checks = [checkFamily('rules-ipv4', status.rules, 'icmp-port-unreachable'), checkFamily('rules-ipv6', status.rules6, 'icmp6-port-unreachable')]
+  checks.push(
+    status.allowlist.length
+      ? {name: 'allowlist', status: 'pass', detail: `${status.allowlist.length} domains`}
+      : {name: 'allowlist', status: 'fail', detail: 'empty or missing (/run/agent-sandbox/allowlist)'},
+  )
+  const sets = ['agent-sandbox-allow4', 'agent-sandbox-allow6']
+  const missing = sets.filter((s) => typeof status.ipsets[s] !== 'number')
+  checks.push(
+    missing.length
+      ? {name: 'ipsets', status: 'fail', detail: `missing: ${missing.join(', ')}`}
+      : {name: 'ipsets', status: 'pass', detail: sets.map((s) => `${s}=${status.ipsets[s]}`).join(' ')},
+  )
+  return checks
+}
+
+/** ACCEPT rules init-firewall.sh writes in OUTPUT: each is limited by one of these. */
+const QUALIFIED_ACCEPT = [
+  /^-A OUTPUT -o lo -j ACCEPT $/,
+  /^-A OUTPUT -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT $/,
+  /^-A OUTPUT -m set --match-set agent-sandbox-(allow4|allow6|net4) dst -j ACCEPT $/,
+  // DNS out for the resolver's uid (dnsmasq, or root for Docker's embedded DNS), and loopback resolvers
+  /^-A OUTPUT (-d \S+ )?-p (udp|tcp) -m (udp|tcp) --dport 53 -m owner --uid-owner \d+ -j ACCEPT $/,
+  /^-A OUTPUT -d (127\.[\d.]+|::1)(\/\d+)? -m owner --uid-owner \d+ -j ACCEPT $/,
+  /^-A OUTPUT -p ipv6-icmp -m icmp6 --icmpv6-type \d+ -m hl --hl-eq 255 -j ACCEPT $/,
+  // the agent's web traffic, redirected to the egress gateway on loopback
+  /^-A OUTPUT -d (127\.0\.0\.1\/32|::1\/128) -p tcp -m multiport --dports \d+,\d+ -j ACCEPT $/,
+]
+
+function checkFamily(name: string, rules: string[], reject: string): DoctorCheck {
+  if (rules.length === 0) {
+    return name === 'rules-ipv6'
+      ? {name, status: 'pass', detail: 'no IPv6 rules loaded: IPv6 is disabled in this sandbox (init-firewall refuses to start otherwise)'}
+      : {name, status: 'fail', detail: 'no IPv4 rules loaded'}
+  }
+  const problems: string[] = []
+  for (const chain of ['INPUT', 'FORWARD', 'OUTPUT']) {
+    const policy = rules.find((r) => r.startsWith(`-P ${chain} `))
+    if (policy !== `-P ${chain} DROP`) problems.push(`${chain} policy is ${policy?.split(' ')[2] ?? 'unknown'}, not DROP`)
+  }
+  const output = rules.filter((r) => r.startsWith('-A OUTPUT '))
+  for (const rule of output) {
+    if (/ -j ACCEPT$/.test(rule) && !QUALIFIED_ACCEPT.some((q) => q.test(`${rule} `))) problems.push(`unexpected rule: ${rule}`)
+  }
+  const last = output.at(-1)
+  if (last !== `-A OUTPUT -j REJECT --reject-with ${reject}`) problems.push(`OUTPUT does not end with a REJECT (last rule: ${last ?? 'none'})`)
+  if (!output.some((r) => r.includes('-j NFLOG'))) problems.push('denied packets are not logged (no NFLOG rule)')
+  return problems.length
+    ? {name, status: 'fail', detail: problems.join('; ')}
+    : {name, status: 'pass', detail: `policy DROP, ${output.length} OUTPUT rules ending in REJECT, every ACCEPT limited to loopback, replies, DNS or the allowlist`}
+}
+
+/** Lines `pass|fail|skip<TAB>name<TAB>detail` from doctor.sh. */
+export function parseDoctorOutput(text: string): DoctorCheck[] {
+  const checks: DoctorCheck[] = []
+  for (const line of text.split('\n')) {
+    const [status, name, ...rest] = line.split('\t')
+    if ((status === 'pass' || status === 'fail' || status === 'skip') && name) checks.push({name, status, detail: rest.join(' ')})
+  }
+  return checks
+}
+
+export function doctorScript(): string {
+  // With the libraries it sources, which an older image may not have.
+  return ['mount-lib.sh', 'root-env.sh', 'doctor.sh'].map((f) => readFileSync(join(baseImageDir, f), 'utf8')).join('\n')
+}
+
+/**
+ * One root exec reads the rules (firewall-status), one exec as `node` runs this
+ * CLI's copy of doctor.sh through sandbox-exec, so that it also works on images
+ * built before the script was installed in them.
+ */
+export async function runDoctor(ctx: Context, ws: Workspace, options: {branch?: string} = {}): Promise<DoctorReport> {
+  const sandbox = await requireRunning(ctx, ws, options.branch)
+  const checks: DoctorCheck[] = []
+  const status = sandbox.network === 'firewall' ? await readStatus(ctx, sandbox) : undefined
+  if (status) checks.push(...checkRules(status))
+  else checks.push({name: 'network-mode', status: sandbox.network === 'none' ? 'pass' : 'fail', detail: sandbox.network === 'none' ? 'none: no network at all' : 'open: egress is NOT filtered'})
+  // The protected mounts as root: in a compromised sandbox every process of node is killed (mount-watch.sh).
+  const m = await ctx.engine.containers.exec(sandbox.id, ['bash', '-c', doctorScript(), 'sandbox-doctor', '--mounts'], {user: 'root'})
+  const mounts = parseDoctorOutput(m.stdout)
+  if ((m.exitCode !== 0 && m.exitCode !== 1) || mounts.length === 0) {
+    throw new SandboxError(`doctor.sh --mounts failed in ${sandbox.name} (exit ${m.exitCode}): ${lastLine(m.stderr) || 'no checks reported'}`)
+  }
+  checks.push(...mounts)
+  if (mounts.some((c) => c.name === 'compromised' && c.status === 'fail')) {
+    checks.push({name: 'probes', status: 'skip', detail: 'not run: every process of node is killed in a compromised sandbox; restart it (agent-sandbox exec or start)'})
+    return {container: sandbox.name, network: sandbox.network, ok: false, checks}
+  }
+  const r = await ctx.engine.containers.exec(sandbox.id, [SANDBOX_EXEC, 'bash', '-c', doctorScript(), 'sandbox-doctor', '--no-mounts'], {user: SANDBOX_USER})
+  if (r.exitCode === NOT_READY) throw new NotReadyError(`${sandbox.name} is not ready: ${lastLine(r.stderr)}`, {hint: `restart it (agent-sandbox stop, then start) or see: docker logs ${sandbox.name}`})
+  const probes = parseDoctorOutput(r.stdout)
+  if ((r.exitCode !== 0 && r.exitCode !== 1) || probes.length === 0) {
+    throw new SandboxError(`doctor.sh failed in ${sandbox.name} (exit ${r.exitCode}): ${lastLine(r.stderr) || 'no checks reported'}`)
+  }
+  if (r.exitCode === 1 && !probes.some((c) => c.status === 'fail')) {
+    throw new SandboxError(`doctor.sh exited 1 in ${sandbox.name} without reporting a failed check: ${lastLine(r.stderr)}`)
+  }
+  checks.push(...probes, await checkHookConfig(ctx, sandbox, workspaceMountPath(ws)))
+  if (status) checks.push(await checkGateway(ctx, sandbox, status))
+  return {container: sandbox.name, network: sandbox.network, ok: !checks.some((c) => c.status === 'fail'), checks}
+}
+
+/**
+ * The egress gateway: running, answering the agent (a request for a name no
+ * allowlist has must come back refused by the gateway itself), the firewall's
+ * redirects to it in place, and ports 80/443 closed to every other uid.
+ */
+async function checkGateway(ctx: Context, sandbox: RunningSandbox, status: FirewallStatus): Promise<DoctorCheck> {
+  const name = 'egress-gateway'
+  if (!hasGateway(sandbox)) return {name, status: 'skip', detail: 'this sandbox was made without an egress gateway (an older agent-sandbox): recreate it to get one'}
+  if (status.gateway !== 'running') return {name, status: 'fail', detail: `${Names.gateway(sandbox.name)} is not running: web traffic is refused (fail closed); run agent-sandbox start to restart it`}
+  const uid = (sandbox.env ?? []).find((e) => e.startsWith('AGENT_SANDBOX_GATEWAY_UID='))?.split('=')[1]
+  const problems: string[] = []
+  const closed = status.rules.filter((r) => r.includes('--dports 80,443') && r.includes(`! --uid-owner ${uid} `) && r.includes('-j REJECT'))
+  if (!closed.some((r) => r.includes('agent-sandbox-allow4'))) problems.push('ports 80/443 of allowlisted addresses are not closed to every uid but the gateway\'s')
+  const ipt = status.backend === 'legacy' ? 'iptables-legacy' : 'iptables'
+  const [nat, probe] = await Promise.all([
+    ctx.engine.containers.exec(sandbox.id, [ipt, '-t', 'nat', '-S', 'AGENT-SANDBOX-GW'], {user: 'root'}),
+    ctx.engine.containers.exec(
+      sandbox.id,
+      [SANDBOX_EXEC, 'curl', '-sS', '-o', '/dev/null', '-w', '%{http_code} %header{x-agent-sandbox}', '--max-time', '5', '-H', 'Host: agent-sandbox-selftest.invalid', `http://127.0.0.1:${GATEWAY_DEFAULTS.httpPort}/`],
+      {user: SANDBOX_USER},
+    ),
+  ])
+  const redirects = nat.stdout.split('\n').filter((l) => l.includes('-j REDIRECT')).length
+  if (redirects < 2) problems.push(`the firewall does not redirect web traffic to the gateway (${redirects} redirect rules)`)
+  if (probe.stdout.trim() !== '403 blocked') problems.push(`the gateway did not refuse a name outside the allowlist (${probe.stdout.trim() || lastLine(probe.stderr) || `curl exit ${probe.exitCode}`})`)
+  return problems.length
+    ? {name, status: 'fail', detail: problems.join('; ')}
+    : {name, status: 'pass', detail: `running; ${redirects} redirect rules; only its uid ${uid} reaches ports 80/443; refuses names outside the allowlist`}
+}
+
+/** Issue 20: the hook frameworks' configuration found at creation is read-only for the agent (a real access(W_OK) as the agent). */
+async function checkHookConfig(ctx: Context, sandbox: RunningSandbox, root: string): Promise<DoctorCheck> {
+  const found = parseHookConfigLabel(sandbox.labels?.[Labels.hookConfig])
+  if (!found) return {name: 'hook-config', status: 'skip', detail: 'no hook framework detected at creation (or protectHookConfig is false)'}
+  const what = `${found.frameworks.join(', ')}${found.embedded.length ? `; package.json ${found.embedded.join(', ')} run from HEAD` : ''}`
+  if (!found.protect.length) return {name: 'hook-config', status: 'pass', detail: `${what}; no configuration file to protect`}
+  const r = await ctx.engine.containers.exec(sandbox.id, [SANDBOX_EXEC, 'sh', '-c', 'for f; do [ -w "$f" ] && printf "%s\\n" "$f"; done; exit 0', 'hook-config', ...found.protect.map((p) => `${root}/${p}`)], {user: SANDBOX_USER})
+  const writable = r.stdout.split('\n').filter(Boolean)
+  if (r.exitCode !== 0) return {name: 'hook-config', status: 'fail', detail: `could not check ${found.protect.join(', ')}: ${lastLine(r.stderr)}`}
+  if (writable.length) return {name: 'hook-config', status: 'fail', detail: `${what}; writable by the agent: ${writable.join(', ')}`}
+  return {name: 'hook-config', status: 'pass', detail: `${what}; read-only: ${found.protect.join(', ')}`}
+}
+
+export function formatDoctor(report: DoctorReport): string {
+  const rows = report.checks.map((c) => [c.status.toUpperCase(), c.name, c.detail])
+  const count = (s: CheckStatus) => report.checks.filter((c) => c.status === s).length
+  return [
+    `${report.container} (network mode "${report.network}")`,
+    ...table([['RESULT', 'CHECK', 'DETAIL'], ...rows]),
+    '',
+    `${count('pass')} passed, ${count('fail')} failed, ${count('skip')} skipped${report.ok ? '' : ': this sandbox does NOT hold'}`,
+  ].join('\n')
+}
