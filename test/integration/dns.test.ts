@@ -194,6 +194,9 @@ describe('a network connected to a running sandbox (docker network connect)', ()
   it('a restart (the engine writes resolv.conf again) leaves the sandbox usable: names resolve, direct DNS is refused, the DNS checks pass', async () => {
     must(await docker('restart', '-t', '1', sandbox), 'docker restart')
     expect(await resolvesTo(ws, allowed, ip.allowed)).toBe(ip.allowed)
+    // The egress gateway served the namespace that went with the restart: web traffic stays
+    // refused (closed, never direct) until `start` makes the gateway anew (firewall.test.ts).
+    must(await cli(['start', ws]), 'start after the restart')
     const curl = await sbx(ws, 'curl', '-sS', '--max-time', '10', `http://${allowed}/`)
     expect(curl.stdout, curl.stderr).toBe('hi from allowed')
     const direct = await sbx(ws, 'dig', '+notcp', '+time=2', '+tries=1', `@${engineDns}`, allowed)

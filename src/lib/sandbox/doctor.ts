@@ -98,6 +98,11 @@ export function parseDoctorOutput(text: string): DoctorCheck[] {
   return checks
 }
 
+/** root-env.sh, for a root command the CLI runs in the sandbox without a script of its own. */
+function rootEnvScript(): string {
+  return readFileSync(join(baseImageDir, 'root-env.sh'), 'utf8')
+}
+
 export function doctorScript(): string {
   // With the libraries it sources, which an older image may not have.
   return ['mount-lib.sh', 'root-env.sh', 'doctor.sh'].map((f) => readFileSync(join(baseImageDir, f), 'utf8')).join('\n')
@@ -154,7 +159,8 @@ async function checkGateway(ctx: Context, sandbox: RunningSandbox, status: Firew
   if (!closed.some((r) => r.includes('agent-sandbox-allow4'))) problems.push('ports 80/443 of allowlisted addresses are not closed to every uid but the gateway\'s')
   const ipt = status.backend === 'legacy' ? 'iptables-legacy' : 'iptables'
   const [nat, probe] = await Promise.all([
-    ctx.engine.containers.exec(sandbox.id, [ipt, '-t', 'nat', '-S', 'AGENT-SANDBOX-GW'], {user: 'root'}),
+    // As root's scripts do (root-env.sh): iptables reads XTABLES_LIBDIR and more from the container's environment, the agent's.
+    ctx.engine.containers.exec(sandbox.id, ['bash', '-c', `${rootEnvScript()}\nclean_root_env\nexec "$@"`, 'root-env', ipt, '-t', 'nat', '-S', 'AGENT-SANDBOX-GW'], {user: 'root'}),
     ctx.engine.containers.exec(
       sandbox.id,
       [SANDBOX_EXEC, 'curl', '-sS', '-o', '/dev/null', '-w', '%{http_code} %header{x-agent-sandbox}', '--max-time', '5', '-H', 'Host: agent-sandbox-selftest.invalid', `http://127.0.0.1:${GATEWAY_DEFAULTS.httpPort}/`],
