@@ -244,10 +244,13 @@ describe('the egress gateway of a firewalled sandbox', () => {
     expect((await cli(['firewall', 'status', ws])).stdout).toContain('Recent requests through the egress gateway')
   })
 
-  it('firewall log --follow shows new requests as they come', async () => {
+  it('firewall log --follow shows new requests as they come, and Ctrl-C ends it with 130 and nothing on stderr', async () => {
     const child = spawn(BIN, ['firewall', 'log', ws, '--follow', '--json', '--lines', '0'], {env: {...process.env, XDG_STATE_HOME: TEST_STATE_HOME}})
     let out = ''
+    let err = ''
     child.stdout.on('data', (c: Buffer) => (out += c.toString()))
+    child.stderr.on('data', (c: Buffer) => (err += c.toString()))
+    const ended = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)))
     try {
       await new Promise((resolve) => setTimeout(resolve, 1500))
       await curl(ws, `http://${allowed}/followed`)
@@ -257,6 +260,8 @@ describe('the egress gateway of a firewalled sandbox', () => {
     } finally {
       child.kill('SIGINT')
     }
+    expect(await ended).toBe(130)
+    expect(err).toBe('')
   })
 
   it('doctor passes with the gateway up; killed, the next request fails closed and doctor fails; start brings it back', async () => {

@@ -184,6 +184,10 @@ cd "$(dirname "$0")" && printf 'FROM localhost/nestit-node:1\\nCOPY web.js /srv/
   it('a nested container reaches the allowlisted site by name, not the blocked one by name or IP; a plain container reaches both', async () => {
     const ok = await nested(ws, TOOLS, '/usr/bin/curl', '-sS', '--max-time', '10', `http://${allowed}/`)
     expect(ok.stdout, ok.stderr).toBe('hi from allowed')
+    // It went through the sandbox's egress gateway, as the agent's own requests do.
+    const log = await cli(['firewall', 'log', ws, '--json'])
+    expect(log.exitCode, log.stderr).toBe(0)
+    expect(log.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as {host: string; decision: string})).toContainEqual(expect.objectContaining({host: allowed, decision: 'allowed'}))
     const byIp = await nested(ws, TOOLS, '/usr/bin/curl', '-sS', '--max-time', '10', `http://${ip.blocked}/`)
     expect(byIp.exitCode, byIp.stderr).not.toBe(0)
     expect(byIp.stdout).not.toContain('hi from')

@@ -9,6 +9,7 @@ export default class FirewallLog extends Command {
   static override description =
     'One line a request (a connection, for TLS passed through without interception): time, ALLOW or BLOCK, status, method, host and path (never the query), bytes of the response, and the allowlist entry or the reason. With --follow, new requests are shown as they come until you press Ctrl-C. With --json, one JSON object a line.'
   static override examples = ['<%= config.bin %> firewall log', '<%= config.bin %> firewall log --follow', '<%= config.bin %> firewall log ~/src/app --json --lines 200']
+  static override interruptible = true
   static override args = {path: pathArg}
   static override flags = {
     branch: branchFlag,
@@ -19,8 +20,7 @@ export default class FirewallLog extends Command {
 
   async run({args, flags}: Input<typeof FirewallLog>): Promise<number | void> {
     const ws = resolveWorkspace(args.path)
-    const engine = await this.engine(flags)
-    await requestLog({engine, reporter: this.reporter}, ws, {
+    await requestLog(await this.context(flags), ws, {
       branch: flags.branch,
       follow: flags.follow,
       lines: flags.lines,

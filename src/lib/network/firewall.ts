@@ -10,7 +10,7 @@ import {ConfigFileSchema, DomainSchema, type NetworkMode} from '../config/schema
 import {parseConfigText, workspaceConfigPath} from '../config/load.js'
 import {carryConfigApproval} from '../config/trust.js'
 import type {ContainerInfo} from '../engine/index.js'
-import {ConfigError, NotReadyError, SandboxError, UsageError} from '../errors.js'
+import {ConfigError, NotReadyError, SandboxError, throwIfAborted, UsageError} from '../errors.js'
 import type {Context} from '../context.js'
 import {quoteArg, requireInitialised} from '../workspace.js'
 import {SANDBOX_EXEC} from '../sandbox/spec.js'
@@ -125,7 +125,7 @@ async function gatewayRequests(ctx: Context, sandbox: RunningSandbox, lines: num
  * each new one as it is written, until `signal` aborts. Entries go to
  * `onEntry`, in order.
  */
-export async function requestLog(ctx: Context, ws: Workspace, options: {branch?: string; lines?: number; follow?: boolean; signal?: AbortSignal; onEntry: (e: RequestLogEntry) => void}): Promise<void> {
+export async function requestLog(ctx: Context, ws: Workspace, options: {branch?: string; lines?: number; follow?: boolean; onEntry: (e: RequestLogEntry) => void}): Promise<void> {
   const sandbox = await requireRunning(ctx, ws, options.branch)
   if (!hasGateway(sandbox)) {
     throw new SandboxError(`${sandbox.name} has no egress gateway (network mode "${sandbox.network}", or made by an older agent-sandbox): there is no request log`, {
@@ -147,7 +147,9 @@ export async function requestLog(ctx: Context, ws: Workspace, options: {branch?:
   }
   // tail -F follows the log across its rotation.
   const cmd = options.follow ? ['tail', '-n', lines, '-F', GATEWAY_LOG] : ['tail', '-n', lines, GATEWAY_LOG]
-  const r = await ctx.engine.containers.exec(info.id, cmd, {onStdout, collect: false, signal: options.signal})
+  // --follow lasts until the caller aborts (Ctrl-C), which ends it as it ends `tail -f`.
+  const r = await ctx.engine.containers.exec(info.id, cmd, {onStdout, collect: false, signal: ctx.signal})
+  throwIfAborted(ctx.signal)
   if (r.exitCode !== 0 && r.exitCode !== -1 && !/No such file/.test(r.stderr)) {
     throw new SandboxError(`cannot read the request log in ${name} (exit ${r.exitCode}): ${lastLine(r.stderr) || 'no message'}`)
   }

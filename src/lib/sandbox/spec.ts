@@ -453,25 +453,49 @@ export function buildGateSpec(ws: Workspace, sandbox: SandboxSpec, settings: Set
   if (settings.protectedBranches.length) env.push({name: 'AGENT_SANDBOX_PROTECTED_BRANCHES', value: settings.protectedBranches.join('\n'), secret: false})
   // Hook configuration found at start (hook-config.ts): pre-receive flags a push that changes it.
   if (options.gateFiles?.length) env.push({name: 'AGENT_SANDBOX_GATE_FILES', value: options.gateFiles.join('\n'), secret: false})
-  const spec: SandboxSpec = {
+  return sidecarSpec(ws, sandbox, options, {
     name: Names.gate(sandbox.name),
-    image: sandbox.image,
-    labels: {...workspaceLabels(ws, options.branch), [Labels.kind]: 'gate', [Labels.gateOf]: sandbox.name},
+    labels: {[Labels.kind]: 'gate', [Labels.gateOf]: sandbox.name},
     mounts,
     env,
     user: `${ws.uid}:${ws.gid}`,
-    execUser: `${ws.uid}:${ws.gid}`,
     workdir: GATE_ROOT,
+    pids: 512,
+    entrypoint: [GATE_ENTRYPOINT],
+  })
+}
+
+/**
+ * A container that serves a sandbox from inside its network namespace (the
+ * push gate, the egress gateway): the sandbox's image, no capabilities, no new
+ * privileges, a read-only root, its own PID and mount namespaces. Pure.
+ */
+function sidecarSpec(
+  ws: Workspace,
+  sandbox: SandboxSpec,
+  options: {branch?: string; userns?: string},
+  own: {name: string; labels: Record<string, string>; mounts: MountSpec[]; env: EnvEntry[]; user: string; workdir: string; pids: number; entrypoint: string[]; cmd?: string[]},
+): SandboxSpec {
+  const spec: SandboxSpec = {
+    name: own.name,
+    image: sandbox.image,
+    labels: {...workspaceLabels(ws, options.branch), ...own.labels},
+    mounts: own.mounts,
+    env: own.env,
+    user: own.user,
+    execUser: own.user,
+    workdir: own.workdir,
     capAdd: [],
     capDrop: ['ALL'],
     securityOpt: ['no-new-privileges'],
     networkMode: `container:${sandbox.name}`,
     ports: [],
-    limits: {pids: 512},
+    limits: {pids: own.pids},
     // Rootless Podman cannot mount /sys in a network namespace its user namespace
-    // does not own: the gate joins the sandbox's user namespace (keep-id) too.
+    // does not own: a sidecar joins the sandbox's user namespace (keep-id) too.
     ...(options.userns ? {userns: `container:${sandbox.name}`} : {}),
-    entrypoint: [GATE_ENTRYPOINT],
+    entrypoint: own.entrypoint,
+    ...(own.cmd ? {cmd: own.cmd} : {}),
     readOnlyRootfs: true,
   }
   spec.labels[Labels.spec] = specHash(spec)
@@ -502,30 +526,18 @@ export function buildGatewaySpec(ws: Workspace, sandbox: SandboxSpec, options: {
     {name: 'AGENT_SANDBOX_GATEWAY_PORTS', value: `${GATEWAY_DEFAULTS.httpPort},${GATEWAY_DEFAULTS.tlsPort}`, secret: false},
     ...(allow ? [{...allow}] : []),
   ]
-  const spec: SandboxSpec = {
+  return sidecarSpec(ws, sandbox, options, {
     name: Names.gateway(sandbox.name),
-    image: sandbox.image,
-    labels: {...workspaceLabels(ws, options.branch), [Labels.kind]: 'gateway', [Labels.gatewayOf]: sandbox.name},
+    labels: {[Labels.kind]: 'gateway', [Labels.gatewayOf]: sandbox.name},
     mounts: [{type: 'tmpfs', source: '', target: GATEWAY_DEFAULTS.stateDir, readOnly: false, options: 'mode=1777'}],
     env,
     user: `${uid}:${uid}`,
-    execUser: `${uid}:${uid}`,
     workdir: GATEWAY_DEFAULTS.stateDir,
-    capAdd: [],
-    capDrop: ['ALL'],
-    securityOpt: ['no-new-privileges'],
-    networkMode: `container:${sandbox.name}`,
-    ports: [],
-    limits: {pids: 256},
-    // As the gate: rootless Podman needs the sandbox's user namespace to join its network namespace.
-    ...(options.userns ? {userns: `container:${sandbox.name}`} : {}),
+    pids: 256,
     // The program as the command: `docker run --entrypoint` takes one word (show-run prints this).
     entrypoint: ['/usr/bin/node'],
     cmd: [GATEWAY_DEFAULTS.program],
-    readOnlyRootfs: true,
-  }
-  spec.labels[Labels.spec] = specHash(spec)
-  return spec
+  })
 }
 
 /** A stable digest of everything that shapes the container (not secret values). */
