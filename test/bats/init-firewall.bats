@@ -573,6 +573,8 @@ server=/github.com/10.255.255.53'
 @test "tcpdump logs NFLOG group 42 to denied.log; if it dies that is only a warning" {
   run "$SCRIPT"
   assert_success
+  # tcpdump starts in the background: on a loaded machine its stub may log after the script returns.
+  for _ in $(seq 1 50); do grep -qx 'tcpdump -i nflog:42 -n -l -q -U -Z root' "$STUB_LOG" && break; sleep 0.1; done
   grep -qx 'tcpdump -i nflog:42 -n -l -q -U -Z root' "$STUB_LOG"
   [ -f "$AGENT_SANDBOX_STATE_DIR/denied.log" ]
   stub tcpdump 'echo "tcpdump: nflog:42: no such device" >&2; exit 1'
