@@ -314,8 +314,8 @@ describe('everyday git inside, and the gate', () => {
   it('an older sandbox still running (no git label) keeps working, and start says in one line what to run', async () => {
     const name = JSON.parse((await cli(['list', '--json'])).stdout).find((s: {path: string; branch: string}) => s.path === ws && !s.branch).name
     const image = JSON.parse((await docker('container', 'inspect', name)).stdout)[0].Config.Image
-    // The gate first: Podman keeps a container that another one's network depends on.
-    expect((await docker('rm', '-f', `${name}-gate`)).exitCode).toBe(0)
+    // The gate and the gateway first: Podman keeps a container that another one's network depends on.
+    expect((await docker('rm', '-f', `${name}-gate`, `${name}-gateway`)).exitCode).toBe(0)
     expect((await docker('rm', '-f', name)).exitCode).toBe(0)
     // What an earlier version made: the workspace read-write, with no git directory of its own and no gate.
     const old = await docker('run', '-d', '--name', name, '--label', 'dev.agent-sandbox.managed=true', '--label', 'dev.agent-sandbox.kind=sandbox',
