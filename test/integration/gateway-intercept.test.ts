@@ -217,6 +217,16 @@ describe('masked secrets', () => {
     expect(surrogate).toMatch(/^sk-proj-[A-Za-z0-9]+$/)
   })
 
+  it('a one-shot run (no gateway) gets no masked variable at all, and says so; the plain one is there (the control)', async () => {
+    const env = {GWIIT_TOKEN: REAL, GWIIT_EXPOSED: EXPOSED}
+    const masked = await cli(['run', ws, '--', 'bash', '-c', 'echo "${GWIIT_TOKEN-unset}"'], {env})
+    expect(masked.stdout.trim(), masked.stderr).toBe('unset')
+    expect(masked.stderr).toContain('secretEnv GWIIT_TOKEN is masked, but this container has no egress gateway')
+    // run masks known secret values in its output: the length says it is there
+    const plainOne = await cli(['run', ws, '--', 'bash', '-c', 'echo "${#GWIIT_EXPOSED}"'], {env})
+    expect(plainOne.stdout.trim(), plainOne.stderr).toBe(String(EXPOSED.length))
+  })
+
   it('the declared host receives the real value (a Bearer token and Basic auth); the sandbox sent only the surrogate', async () => {
     const bearer = await sbx(ws, 'bash', '-c', `curl -sS --max-time 20 -H "Authorization: Bearer $GWIIT_TOKEN" https://${api}/secret`)
     expect(bearer.stdout, bearer.stderr).toBe(`hi from api GET /secret host=${api} auth=Bearer ${REAL}`)

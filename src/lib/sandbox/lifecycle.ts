@@ -15,7 +15,7 @@ import {compromisedReason, lostMount, MountsNotRestoredError, restartNotice} fro
 import {provisionBranch} from '../git/shelf.js'
 import {createPlaceholders, fsKindOf, planProtectedPaths} from '../git/protected.js'
 import {detectHookConfig, fsHookProbe, hooksDirOf, hooksPathFromConfig, hookConfigLabel, type HookConfigReport} from '../git/hook-config.js'
-import {silentReporter} from '../reporter.js'
+import {silentReporter, type Reporter} from '../reporter.js'
 import {buildGateSpec, buildGatewaySpec, buildSpec, checkDockerNetwork, NESTED_STORE, SANDBOX_EXEC, STATE_DIR, toCreateOptions, type SandboxSpec} from './spec.js'
 import {GATEWAY_DEFAULTS} from '../network/gateway/ports.js'
 import type {GatewaySecrets} from '../network/gateway/server.js'
@@ -65,6 +65,14 @@ export interface PreparedSandbox {
   ghapp?: GhappPlan
   /** Hook frameworks found and their configuration, mounted read-only in bind mode (absent: protectHookConfig false). */
   hookConfig?: HookConfigReport
+}
+
+/** What a container does with its secretEnv: plain values the agent can read, masked ones left out for want of a gateway. */
+export function reportSecrets(reporter: Reporter, prepared: Pick<PreparedSandbox, 'exposedSecrets' | 'unmasked'>): void {
+  for (const n of prepared.exposedSecrets) {
+    reporter.warn(`secretEnv ${n} is passed in as it is: the agent can read it and send it to any allowed host; declare {"name": "${n}", "hosts": [...]} to mask it`)
+  }
+  for (const n of prepared.unmasked) reporter.warn(`secretEnv ${n} is masked, but this container has no egress gateway (a started sandbox with network firewall): it is not set`)
 }
 
 /**
@@ -190,10 +198,7 @@ export async function startSandbox(ctx: Context, ws: Workspace, options: Sandbox
       }
       const prepared = await prepareSandbox(ws, {...options, ...(await engineTraits(ctx))}, ctx.env)
       for (const s of prepared.skipped) reporter.warn(`protected path ${s.relative} not mounted: ${s.reason}`)
-      for (const n of prepared.exposedSecrets) {
-        reporter.warn(`secretEnv ${n} is passed in as it is: the agent can read it and send it to any allowed host; declare {"name": "${n}", "hosts": [...]} to mask it`)
-      }
-      for (const n of prepared.unmasked) reporter.warn(`secretEnv ${n} is masked, but this sandbox has no egress gateway (network firewall only): it is not set`)
+      reportSecrets(reporter, prepared)
       if (restoring !== undefined) assertRestores(prepared, restoring, name)
       const {ghapp} = prepared
       // The first token is minted here, so git works as soon as the sandbox is up; a refresher keeps it fresh.
