@@ -12,7 +12,10 @@
 #      (agent-git.sh; AGENT_SANDBOX_HOST_GIT, AGENT_SANDBOX_GIT_WORKTREE, AGENT_SANDBOX_GATE_URL),
 #   6. with nestedContainers (AGENT_SANDBOX_NESTED=1), gives node rootless Podman
 #      behind that firewall (nested-podman.sh),
-#   7. marks the sandbox ready in /run/agent-sandbox (a tmpfs, empty after a restart).
+#   7. adds the egress gateway's CA (AGENT_SANDBOX_GATEWAY_CA, one line of
+#      base64 DER) to the system bundle, which NODE_EXTRA_CA_CERTS and
+#      SSL_CERT_FILE name: intercepted hosts present leaves of that CA,
+#   8. marks the sandbox ready in /run/agent-sandbox (a tmpfs, empty after a restart).
 # Then, with no CMD, it idles so that `docker exec -u node` can attach agents;
 # with a CMD (one-shot `run`), it drops to `node` and execs CMD.
 # If any step fails, the reason goes to /run/agent-sandbox/failed and to stderr,
@@ -296,6 +299,18 @@ run_command() {
   exit "$rc"
 }
 
+# The bundle is in the container's own layer: after a restart it has the CA already.
+trust_gateway_ca() {
+  local ca="${AGENT_SANDBOX_GATEWAY_CA:-}" bundle="${AGENT_SANDBOX_CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}" pem i
+  [[ -n "$ca" ]] || return 0
+  [[ "$ca" =~ ^[A-Za-z0-9+/]+=*$ ]] || fail "AGENT_SANDBOX_GATEWAY_CA is not base64"
+  pem=$'-----BEGIN CERTIFICATE-----\n'
+  for ((i = 0; i < ${#ca}; i += 64)); do pem+="${ca:i:64}"$'\n'; done
+  pem+=$'-----END CERTIFICATE-----\n'
+  if [[ -f "$bundle" ]] && grep -qF -- "${ca:0:64}" "$bundle"; then return 0; fi
+  printf '%s' "$pem" >> "$bundle" || fail "cannot add the gateway's CA to $bundle"
+}
+
 main() {
   # With a command (one-shot run), set-up failure exits 125 so that the CLI
   # can tell it from the command's own exit code; set-up warnings go to the
@@ -315,6 +330,7 @@ main() {
   # After the firewall: nested containers' traffic must meet it from their first packet.
   setup_nested
   setup_git
+  trust_gateway_ca
   watch_started
   : > "$STATE/ready"
   if [[ "$#" -eq 0 ]]; then

@@ -6,9 +6,11 @@
  * the running gateway's allowlist (firewall allow). Messages go to stderr as
  * `egress-gateway: ...`, which `start` reports if the gateway does not come up.
  */
-import {appendFileSync} from 'node:fs'
+import {appendFileSync, existsSync, readFileSync, writeFileSync} from 'node:fs'
+import {rootCertificates} from 'node:tls'
 import {join} from 'node:path'
-import {startGateway} from './lib/network/gateway/server.js'
+import {SECRETS_FILE, startGateway, type GatewaySecrets} from './lib/network/gateway/server.js'
+import type {HttpRule} from './lib/network/gateway/rules.js'
 import {GATEWAY_DEFAULTS} from './lib/network/gateway/ports.js'
 import {parseDomainEnv} from './lib/network/gateway/policy.js'
 
@@ -29,7 +31,17 @@ async function main(argv: string[]): Promise<void> {
     appendFileSync(join(stateDir, 'allowlist'), `${domains.join('\n')}\n`, {mode: 0o600})
     return
   }
+  if (argv[0] === '--secrets') {
+    // From the CLI over this exec's stdin: never an argument, an env variable or a file outside this tmpfs.
+    const chunks: Buffer[] = []
+    for await (const c of process.stdin) chunks.push(c as Buffer)
+    const secrets = JSON.parse(Buffer.concat(chunks).toString('utf8')) as GatewaySecrets
+    if (!secrets.ca?.cert || !secrets.ca?.key) throw new Error('--secrets: no CA on stdin')
+    writeFileSync(join(stateDir, SECRETS_FILE), JSON.stringify(secrets), {mode: 0o600})
+    return
+  }
   const [httpPort, tlsPort] = ports()
+  const bundle = env.AGENT_SANDBOX_GATEWAY_UPSTREAM_BUNDLE ?? '/etc/ssl/certs/ca-certificates.crt'
   const gateway = await startGateway({
     httpPort,
     tlsPort,
@@ -41,6 +53,10 @@ async function main(argv: string[]): Promise<void> {
     upstreamHttpPort: Number(env.AGENT_SANDBOX_GATEWAY_UPSTREAM_HTTP ?? 80),
     upstreamTlsPort: Number(env.AGENT_SANDBOX_GATEWAY_UPSTREAM_TLS ?? 443),
     maxLogBytes: 8 * 1024 * 1024,
+    rules: JSON.parse(env.AGENT_SANDBOX_GATEWAY_RULES || '[]') as HttpRule[],
+    masked: (env.AGENT_SANDBOX_GATEWAY_MASKED ?? '').split(',').filter(Boolean),
+    // Upstreams are verified against node's roots and the image's bundle (build-base --ca-cert, a workspace image's own CAs).
+    upstreamCa: [...rootCertificates, ...(existsSync(bundle) ? [readFileSync(bundle, 'utf8')] : [])],
     onError: say,
   })
   say(`serving on 127.0.0.1:${httpPort} (HTTP) and 127.0.0.1:${tlsPort} (TLS), ${gateway.allowlistSize} domains allowed`)

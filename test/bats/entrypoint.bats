@@ -596,3 +596,37 @@ sleep: ready exists"
   assert_equal "$stderr" 'agent-sandbox: nested containers set-up failed: nested-podman: device /dev/fuse is missing'
   [ ! -e "$AGENT_SANDBOX_STATE_DIR/ready" ]
 }
+
+@test "gateway CA: added to the bundle as PEM once (a restart keeps one copy); ready after" {
+  export AGENT_SANDBOX_CA_BUNDLE="$TEST_TMP/bundle.crt"
+  printf 'existing\n' > "$AGENT_SANDBOX_CA_BUNDLE"
+  line=$(openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=t -keyout /dev/null 2>/dev/null | sed '/-----/d' | tr -d '\n')
+  AGENT_SANDBOX_GATEWAY_CA="$line" run --separate-stderr "$SCRIPT"
+  assert_success
+  [ -e "$AGENT_SANDBOX_STATE_DIR/ready" ]
+  run openssl x509 -noout -subject -in <(sed 1d "$AGENT_SANDBOX_CA_BUNDLE")
+  assert_output --partial 'CN = t'
+  [ "$(head -n 1 "$AGENT_SANDBOX_CA_BUNDLE")" = existing ]
+  AGENT_SANDBOX_GATEWAY_CA="$line" run --separate-stderr "$SCRIPT"
+  assert_success
+  run grep -c BEGIN "$AGENT_SANDBOX_CA_BUNDLE"
+  assert_output 1
+}
+
+@test "gateway CA: a value that is not base64 fails set-up, never ready, the bundle untouched" {
+  export AGENT_SANDBOX_CA_BUNDLE="$TEST_TMP/bundle.crt"
+  printf 'existing\n' > "$AGENT_SANDBOX_CA_BUNDLE"
+  AGENT_SANDBOX_GATEWAY_CA=$'AAAA\n-----BEGIN CERTIFICATE-----' run --separate-stderr "$SCRIPT"
+  assert_failure 1
+  assert_equal "$stderr" 'agent-sandbox: AGENT_SANDBOX_GATEWAY_CA is not base64'
+  [ ! -e "$AGENT_SANDBOX_STATE_DIR/ready" ]
+  [ "$(cat "$AGENT_SANDBOX_CA_BUNDLE")" = existing ]
+}
+
+@test "gateway CA: without it the bundle is not touched" {
+  export AGENT_SANDBOX_CA_BUNDLE="$TEST_TMP/bundle.crt"
+  printf 'existing\n' > "$AGENT_SANDBOX_CA_BUNDLE"
+  run --separate-stderr "$SCRIPT"
+  assert_success
+  [ "$(cat "$AGENT_SANDBOX_CA_BUNDLE")" = existing ]
+}

@@ -8,11 +8,12 @@
  */
 import {randomBytes} from 'node:crypto'
 import {execFileSync, spawn} from 'node:child_process'
-import {mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
+import {mkdtempSync, readFileSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
-import {dirname, join} from 'node:path'
+import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
-import {BASE_IMAGE, BIN, cleanupUnder, cli, docker, initWorkspace, makeWorkspace, removeWorkspace, type Result, sbx, TEST_STATE_HOME, trustWorkspace} from './helpers.js'
+import {BASE_IMAGE, BIN, cli, docker, initWorkspace, makeWorkspace, type Result, sbx, TEST_STATE_HOME, trustWorkspace} from './helpers.js'
+import {createTestNetwork, must, removeTestSites, startTestSite} from './test-sites.js'
 
 const RUN = `${(process.env.AGENT_SANDBOX_IT_ID ?? 'main').toLowerCase().replace(/[^a-z0-9]+/g, '-')}-${randomBytes(3).toString('hex')}`
 const LABEL = `dev.agent-sandbox.gwit=${RUN}`
@@ -52,36 +53,14 @@ const workspaces: string[] = []
 let network = ''
 let certDir = ''
 
-function must(r: Result, what: string): Result {
-  if (r.exitCode !== 0) throw new Error(`${what} failed (${r.exitCode}): ${r.stderr || r.stdout}`)
-  return r
-}
-
 async function createNetwork(): Promise<{name: string; prefix: string}> {
-  for (let attempt = 0; attempt < 20; attempt++) {
-    const prefix = `10.${150 + Math.floor(Math.random() * 40)}.${Math.floor(Math.random() * 256)}`
-    const net = name('net')
-    // No --ip-range: Podman's CNI pins an address only inside it. The sites take .200 and up, far from what the engine hands out first.
-    const r = await docker('network', 'create', '--label', LABEL, '--subnet', `${prefix}.0/24`, net)
-    if (r.exitCode === 0) return {name: net, prefix}
-    if (!/overlap|in use/i.test(r.stderr)) throw new Error(`docker network create failed: ${r.stderr}`)
-  }
-  throw new Error('no free 10.x.y.0/24 for a test network')
+  return createTestNetwork(name('net'), LABEL, 150)
 }
 
 async function startSite(role: string, ip: string, cert: string, key: string): Promise<string> {
   const container = name(role)
-  must(
-    await docker('run', '-d', '--name', container, '--label', LABEL, '--network', network, '--ip', ip, '-e', `NAME=${role}`, '-e', `CERT=${cert}`, '-e', `KEY=${key}`,
-      '--entrypoint', 'node', '--user', 'root', BASE_IMAGE, '-e', SITE),
-    `starting ${container}`,
-  )
-  for (let i = 0; i < 100; i++) {
-    const r = await docker('exec', container, 'node', '-e', "require('net').connect(443, '127.0.0.1').on('connect', () => process.exit(0)).on('error', () => process.exit(1))")
-    if (r.exitCode === 0) return container
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-  throw new Error(`${container} does not listen`)
+  await startTestSite({container, label: LABEL, network, role, ip, cert, key, program: SITE})
+  return container
 }
 
 /** A plain, unfiltered container on the test network: the control for each refusal. */
@@ -110,17 +89,7 @@ async function requests(ws: string): Promise<any[]> {
   return r.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l))
 }
 
-afterAll(async () => {
-  for (const path of workspaces) {
-    await cleanupUnder(dirname(path))
-    removeWorkspace(path)
-  }
-  const mine = await docker('ps', '-aq', '--filter', `label=${LABEL}`)
-  const ids = mine.stdout.split('\n').filter(Boolean)
-  if (ids.length) await docker('rm', '-f', ...ids)
-  if (network) await docker('network', 'rm', network)
-  if (certDir) rmSync(certDir, {recursive: true, force: true})
-})
+afterAll(() => removeTestSites(LABEL, network, workspaces, certDir))
 
 describe('the egress gateway of a firewalled sandbox', () => {
   const allowed = name('allowed')

@@ -93,6 +93,9 @@ describe('an untrusted workspace file', () => {
     ['protectHookConfig false', {protectHookConfig: false}, 'protectHookConfig'],
     ['nestedContainers', {nestedContainers: true}, 'nestedContainers'],
     ['registries', {registries: ['docker.io']}, 'registries'],
+    // httpRules restrict: replacing the default npm rule (read-only) with one that restricts nothing loosens it
+    ['httpRules lifting the npm rule', {httpRules: [{host: 'registry.npmjs.org'}]}, 'httpRules.registry.npmjs.org'],
+    ['httpRules adding a method to the npm rule', {httpRules: [{host: 'registry.npmjs.org', methods: ['GET', 'HEAD', 'PUT']}]}, 'httpRules.registry.npmjs.org'],
   ]
   const commands: Array<[string, string[]]> = [
     ['start', ['start']],
@@ -237,6 +240,17 @@ describe('an untrusted workspace file', () => {
     expect(r.stdout).toContain(`target=/workspace/repo/private,readonly`)
     expect(r.stdout).toContain('TRUST_IT_PLAIN=yes')
   })
+
+  it('httpRules for a host nothing restricts narrow: they apply without trust, next to the default npm rule', async () => {
+    writeConfig(ws, {httpRules: [{host: 'api.trust-it.example', methods: ['GET']}]})
+    const r = await sbx(['show-run', ws])
+    expect(r.exitCode, r.stderr).toBe(0)
+    const rules = /AGENT_SANDBOX_GATEWAY_RULES=(\[[^']*\])/.exec(r.stdout)?.[1] ?? '[]'
+    expect(JSON.parse(rules)).toEqual([
+      {host: 'registry.npmjs.org', methods: ['GET', 'HEAD']},
+      {host: 'api.trust-it.example', methods: ['GET']},
+    ])
+  })
 })
 
 describe('trust', () => {
@@ -257,7 +271,8 @@ describe('trust', () => {
     expect(statSync(storeFile()).mode & 0o777).toBe(0o600)
     expect(statSync(join(storeFile(), '..')).mode & 0o777).toBe(0o700)
     expect(statSync(storeFile()).ino).not.toBe(inodeBefore)
-    expect(readdirSync(join(storeFile(), '..'))).toEqual(['trust.json'])
+    // no temporary file left beside the store (the gateways' CAs have a directory of their own there)
+    expect(readdirSync(join(storeFile(), '..')).filter((f) => f !== 'gateway-ca')).toEqual(['trust.json'])
     const show = await sbx(['show-run', ws])
     expect(show.exitCode, show.stderr).toBe(0)
     expect(show.stdout).toMatch(/AGENT_SANDBOX_ALLOW_DOMAINS=\S*trust-it\.example/)

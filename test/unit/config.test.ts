@@ -159,6 +159,31 @@ describe('mergeLayers', () => {
     expect(sources.allowDomains).toEqual(['default'])
   })
 
+  it('merges httpRules per host: the npm default stays unless a layer names the registry; the highest layer naming a host wins', () => {
+    expect(mergeLayers(layers()).settings.httpRules).toEqual([{host: 'registry.npmjs.org', methods: ['GET', 'HEAD']}])
+    const added = mergeLayers(layers({httpRules: [{host: 'api.example.com', paths: ['/v1/*']}]}))
+    expect(added.settings.httpRules).toEqual([{host: 'registry.npmjs.org', methods: ['GET', 'HEAD']}, {host: 'api.example.com', paths: ['/v1/*']}])
+    expect(added.sources.httpRules).toEqual(['user'])
+    const lifted = mergeLayers(layers({httpRules: [{host: 'registry.npmjs.org'}]}, {httpRules: [{host: 'api.example.com', methods: ['GET']}]}))
+    expect(lifted.settings.httpRules).toEqual([{host: 'registry.npmjs.org'}, {host: 'api.example.com', methods: ['GET']}])
+    expect(lifted.sources.httpRules).toEqual(['user', 'workspace'])
+  })
+
+  it('reads httpRules methods upper-cased, and refuses a path glob not starting with / and an empty list, naming the field', () => {
+    expect(parseConfigText(JSON.stringify({httpRules: [{host: 'a.example', methods: ['get']}]}), FILE).httpRules).toEqual([{host: 'a.example', methods: ['GET']}])
+    expect(configError(() => parseConfigText(JSON.stringify({httpRules: [{host: 'a.example', paths: ['v1/*']}]}), FILE)).message).toContain('httpRules')
+    expect(configError(() => parseConfigText(JSON.stringify({httpRules: [{host: 'a.example', methods: []}]}), FILE)).message).toContain('httpRules')
+    expect(configError(() => parseConfigText(JSON.stringify({httpRules: [{host: 'a.example', verbs: ['GET']}]}), FILE)).message).toContain('httpRules')
+  })
+
+  it('merges secretEnv by name: a higher layer masks (or unmasks) a lower layer\'s entry; the string form is still read', () => {
+    const merged = mergeLayers(layers({secretEnv: ['A_TOKEN', 'B_TOKEN']}, {secretEnv: [{name: 'A_TOKEN', hosts: ['api.example.com']}]}))
+    expect(merged.settings.secretEnv).toEqual(['B_TOKEN', {name: 'A_TOKEN', hosts: ['api.example.com']}])
+    expect(parseConfigText(JSON.stringify({secretEnv: ['X', {name: 'Y', hosts: ['*.example.com']}]}), FILE).secretEnv).toEqual(['X', {name: 'Y', hosts: ['*.example.com']}])
+    expect(configError(() => parseConfigText(JSON.stringify({secretEnv: [{name: 'Y', hosts: []}]}), FILE)).message).toContain('secretEnv')
+    expect(configError(() => parseConfigText(JSON.stringify({secretEnv: [{name: 'Y'}]}), FILE)).message).toContain('secretEnv')
+  })
+
   it('takes scalars from the highest layer: flag > env > workspace > user > default', () => {
     const all = mergeLayers(layers({network: 'open', baseTag: 'u'}, {network: 'none', baseTag: 'w'}, {network: 'firewall', baseTag: 'e'}, {network: 'open', baseTag: 'f'}))
     expect(all.settings.baseTag).toBe('f')

@@ -137,6 +137,38 @@ describe('the egress gateway', () => {
   })
 })
 
+describe('interception and masked secrets', () => {
+  const masked = settings({secretEnv: ['PLAIN_TOKEN', {name: 'MASKED_TOKEN', hosts: ['api.example.com']}]})
+  const sandbox = buildSpec(ws, masked, {
+    protectedPaths,
+    gateway: true,
+    gatewayCa: 'MIIBcert',
+    secretValues: {PLAIN_TOKEN: 'plain-value'},
+    surrogates: {MASKED_TOKEN: 'sk-surrogate'},
+  })
+  const env = (spec: {env: Array<{name: string; value: string; secret: boolean}>}) => Object.fromEntries(spec.env.map((e) => [e.name, e]))
+
+  it('gives the sandbox the CA certificate and the bundle variables, the surrogate as a plain variable, the string form as a secret', () => {
+    const e = env(sandbox)
+    expect(e.AGENT_SANDBOX_GATEWAY_CA?.value).toBe('MIIBcert')
+    expect(e.SSL_CERT_FILE?.value).toBe('/etc/ssl/certs/ca-certificates.crt')
+    expect(e.REQUESTS_CA_BUNDLE?.value).toBe('/etc/ssl/certs/ca-certificates.crt')
+    expect(e.MASKED_TOKEN).toEqual({name: 'MASKED_TOKEN', value: 'sk-surrogate', secret: false})
+    expect(e.PLAIN_TOKEN).toEqual({name: 'PLAIN_TOKEN', value: 'plain-value', secret: true})
+    // no surrogate (no gateway): the masked variable is not set at all
+    expect(env(buildSpec(ws, masked, {protectedPaths, secretValues: {PLAIN_TOKEN: 'v'}})).MASKED_TOKEN).toBeUndefined()
+  })
+
+  it('gives the gateway the rules and the masked names, never a value or a key', () => {
+    const gw = buildGatewaySpec(ws, sandbox, {httpRules: [{host: 'registry.npmjs.org', methods: ['GET', 'HEAD']}], masked: ['MASKED_TOKEN']})
+    const e = env(gw)
+    expect(JSON.parse(e.AGENT_SANDBOX_GATEWAY_RULES?.value ?? '')).toEqual([{host: 'registry.npmjs.org', methods: ['GET', 'HEAD']}])
+    expect(e.AGENT_SANDBOX_GATEWAY_MASKED?.value).toBe('MASKED_TOKEN')
+    expect(JSON.stringify(gw)).not.toMatch(/sk-surrogate|plain-value|PRIVATE KEY/)
+    expect(buildGatewaySpec(ws, sandbox, {}).env.some((x) => /RULES|MASKED/.test(x.name))).toBe(false)
+  })
+})
+
 describe('buildSpec', () => {
   const spec = buildSpec(ws, settings(), {protectedPaths})
 

@@ -31,6 +31,19 @@ import {isInitialised, type Workspace} from '../../src/lib/workspace.js'
 const lower = (over: Partial<LowerSettings> = {}): LowerSettings => ({...structuredClone(DEFAULTS), protectHookConfig: true, ...over})
 const widens = (layer: ConfigFile, below = lower()) => wideningChanges(layer, below).map((c) => c.key)
 
+describe('workspaceChanges: httpRules', () => {
+  it('rules for a host nothing below restricts narrow; the same rules as below change nothing that widens', () => {
+    const changes = workspaceChanges({httpRules: [{host: 'api.example.com', methods: ['GET']}]}, lower())
+    expect(changes).toEqual([{key: 'httpRules.api.example.com', summary: '+ httpRules api.example.com methods GET', widens: false}])
+    expect(widens({httpRules: [{host: 'registry.npmjs.org', methods: ['HEAD', 'GET']}]})).toEqual([])
+  })
+
+  it("narrowing a user's rule is also taken as widening (rules are compared, not their globs' meaning)", () => {
+    const below = lower({httpRules: [{host: 'github.com', paths: ['/org/*']}]})
+    expect(widens({httpRules: [{host: 'github.com', paths: ['/org/repo/*']}]}, below)).toEqual(['httpRules.github.com'])
+  })
+})
+
 describe('workspaceChanges: widening settings', () => {
   it.each<[string, ConfigFile, string[]]>([
     ['network open', {network: 'open'}, ['network']],
@@ -46,6 +59,10 @@ describe('workspaceChanges: widening settings', () => {
     ['nestedContainers', {nestedContainers: true}, ['nestedContainers']],
     ['a registry preset', {registries: ['docker.io']}, ['registries']],
     ['github.installationId', {github: {installationId: 7}}, ['github.installationId']],
+    ['a masked secretEnv', {secretEnv: [{name: 'API_TOKEN', hosts: ['api.example.com']}]}, ['secretEnv']],
+    ['a masked secretEnv sent to more hosts than below', {secretEnv: [{name: 'API_TOKEN', hosts: ['api.example.com', 'evil.example']}]}, ['secretEnv']],
+    ['httpRules lifting the default npm rule', {httpRules: [{host: 'registry.npmjs.org'}]}, ['httpRules.registry.npmjs.org']],
+    ['httpRules adding PUT to the npm rule', {httpRules: [{host: 'registry.npmjs.org', methods: ['GET', 'HEAD', 'PUT']}]}, ['httpRules.registry.npmjs.org']],
   ])('%s widens', (_name, layer, keys) => {
     expect(widens(layer)).toEqual(keys)
   })

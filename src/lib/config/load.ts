@@ -15,6 +15,8 @@ import {homedir} from 'node:os'
 import {join} from 'node:path'
 import type {ZodError} from 'zod'
 import {ConfigError} from '../errors.js'
+import {mergeHttpRules} from '../network/gateway/rules.js'
+import {secretName} from '../network/gateway/secrets.js'
 import {ConfigFileSchema, DEFAULTS, type ConfigFile, type Settings} from './schema.js'
 import {assertRegularAgentSandbox, configTrust, refusalError, type ConfigTrust} from './trust.js'
 
@@ -182,7 +184,7 @@ function refuseWorkspaceGithub(layer: ConfigFile | undefined, path: string): voi
   }
 }
 
-const LIST_KEYS = ['protectedPaths', 'secretEnv', 'ports', 'allowDomains', 'protectedBranches', 'registries'] as const
+const LIST_KEYS = ['protectedPaths', 'ports', 'allowDomains', 'protectedBranches', 'registries'] as const
 const SCALAR_KEYS = ['baseTag', 'network', 'dockerNetwork', 'sharedAgentConfig', 'nestedContainers', 'selinuxRelabel', 'protectHookConfig'] as const
 
 /** Pure merge of layers given lowest first. */
@@ -204,6 +206,16 @@ export function mergeLayers(layers: Array<[Source, ConfigFile | undefined]>, fil
         ;(settings[key] as string[]) = [...new Set<string>([...settings[key], ...value])]
         sources[key] = sources[key][0] === 'default' ? [source] : [...sources[key], source]
       }
+    }
+    if (layer.secretEnv?.length) {
+      // By name: a higher layer's entry for a name replaces a lower one's (masking it, or not).
+      const names = new Set(layer.secretEnv.map(secretName))
+      settings.secretEnv = [...settings.secretEnv.filter((e) => !names.has(secretName(e))), ...layer.secretEnv]
+      sources.secretEnv = sources.secretEnv[0] === 'default' ? [source] : [...sources.secretEnv, source]
+    }
+    if (layer.httpRules?.length) {
+      settings.httpRules = mergeHttpRules(settings.httpRules, layer.httpRules)
+      sources.httpRules = sources.httpRules[0] === 'default' ? [source] : [...sources.httpRules, source]
     }
     if (layer.env && Object.keys(layer.env).length) {
       settings.env = {...settings.env, ...layer.env}

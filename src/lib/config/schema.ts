@@ -1,6 +1,7 @@
 /** The settings a workspace or user config file may hold, validated with zod. */
 import {z} from 'zod'
 import {MIN_CPUS, MIN_MEMORY_BYTES, parseSize} from './limits.js'
+import {DEFAULT_HTTP_RULES} from '../network/gateway/rules.js'
 
 const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be a valid environment variable name')
 const domain = z
@@ -26,6 +27,19 @@ const trustedPath = z
   .string()
   .min(1)
   .refine((p) => p.startsWith('/') || p.startsWith('~/'), 'must be an absolute path or start with ~/')
+
+/** One httpRules entry (src/lib/network/gateway/rules.ts): a host, and the methods and path globs it admits. */
+const HttpRuleSchema = z
+  .object({
+    host: domain,
+    methods: z
+      .array(z.string().regex(/^[A-Za-z]+$/, 'must be an HTTP method such as GET'))
+      .min(1)
+      .transform((ms) => ms.map((m) => m.toUpperCase()))
+      .optional(),
+    paths: z.array(z.string().regex(/^\/[^\s]*$/, 'must be a path glob starting with /, such as /myorg/*')).min(1).optional(),
+  })
+  .strict()
 
 export const NetworkMode = z.enum(['firewall', 'none', 'open'])
 export type NetworkMode = z.infer<typeof NetworkMode>
@@ -75,9 +89,12 @@ export const ConfigFileSchema = z
     /** Detect the repository's hook frameworks and mount their configuration read-only (src/lib/git/hook-config.ts). */
     protectHookConfig: z.boolean().optional(),
     env: z.record(envName, z.string()).optional(),
-    secretEnv: z.array(envName).optional(),
+    /** A name passes the host's value in as is; `{name, hosts}` masks it: a surrogate inside, the value only at those hosts (the egress gateway). */
+    secretEnv: z.array(z.union([envName, z.object({name: envName, hosts: z.array(domain).min(1)}).strict()])).optional(),
     ports: z.array(port).optional(),
     allowDomains: z.array(domain).optional(),
+    /** Per-host method and path rules the egress gateway applies (trusted config only; per host, a higher layer replaces a lower one's). */
+    httpRules: z.array(HttpRuleSchema).optional(),
     network: NetworkMode.optional(),
     dockerNetwork: z.string().min(1).optional(),
     limits: LimitsSchema.optional(),
@@ -129,6 +146,7 @@ export const DEFAULTS: Settings = {
   secretEnv: [],
   ports: [],
   allowDomains: [],
+  httpRules: DEFAULT_HTTP_RULES,
   network: 'firewall',
   dockerNetwork: 'bridge',
   limits: {},

@@ -7,6 +7,7 @@
  */
 import {looksSecret, parseSize} from '../sandbox/spec.js'
 import type {ConfigFile, NetworkMode, Settings} from './schema.js'
+import {describeRule, mergeHttpRules, rulesLoosen} from '../network/gateway/rules.js'
 
 /**
  * Environment variable names a workspace file may not set untrusted. The
@@ -159,18 +160,32 @@ export function workspaceChanges(layer: ConfigFile, lower: LowerSettings): Confi
   scalar('nestedContainers', (value) => value)
   scalar('selinuxRelabel', (value) => value === 'off')
   scalar('protectHookConfig', (value) => value === false)
-  const added = (key: 'protectedPaths' | 'secretEnv' | 'ports' | 'allowDomains' | 'registries', widens: (item: string) => boolean) => {
+  const added = (key: 'protectedPaths' | 'ports' | 'allowDomains' | 'registries', widens: (item: string) => boolean) => {
     for (const item of layer[key] ?? []) {
       if (!(lower[key] as readonly string[]).includes(item)) add(key, `+ ${item}`, widens(item))
     }
   }
   // Lists only add up across layers: a workspace can add protected paths, never remove one.
   added('protectedPaths', () => false)
-  added('secretEnv', () => true)
+  // Any secret passed in widens, masked or not (its hosts choose where the value goes).
+  for (const entry of layer.secretEnv ?? []) {
+    if (!lower.secretEnv.some((e) => JSON.stringify(e) === JSON.stringify(entry))) {
+      add('secretEnv', `+ ${typeof entry === 'string' ? entry : `${entry.name} (masked, for ${entry.hosts.join(', ')})`}`, true)
+    }
+  }
   added('ports', (port) => !isLoopbackHost(portHostIp(port)))
   added('allowDomains', () => true)
   // A registry preset allowlists its domains.
   added('registries', () => true)
+  // httpRules only restrict: rules for a host nothing below restricts narrow; replacing a restricted host's rules may loosen them.
+  if (layer.httpRules?.length) {
+    const loosened = new Set(rulesLoosen(lower.httpRules, layer.httpRules))
+    const merged = mergeHttpRules(lower.httpRules, layer.httpRules)
+    for (const host of new Set(layer.httpRules.map((r) => r.host.toLowerCase()))) {
+      const now = merged.filter((r) => r.host.toLowerCase() === host).map(describeRule).join('; ')
+      add(`httpRules.${host}`, loosened.has(host) ? `replaces the rules below -> ${now}` : `+ ${now}`, loosened.has(host))
+    }
+  }
   for (const branch of layer.protectedBranches ?? []) add('protectedBranches', `+ ${branch}`, false)
   for (const [name, value] of Object.entries(layer.env ?? {})) {
     if (lower.env[name] === value) continue

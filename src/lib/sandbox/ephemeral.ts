@@ -7,7 +7,8 @@ import {randomBytes} from 'node:crypto'
 import type {ConfigFile, NetworkMode} from '../config/schema.js'
 import {ImageMissingError} from '../errors.js'
 import {createPlaceholders} from '../git/protected.js'
-import {assertNestedEngine, createContainer, engineTraits, ensureVolumes, prepareSandbox} from './lifecycle.js'
+import {silentReporter} from '../reporter.js'
+import {assertNestedEngine, createContainer, engineTraits, ensureVolumes, prepareSandbox, reportSecrets} from './lifecycle.js'
 import type {Context} from '../context.js'
 import {quoteArg, requireInitialised} from '../workspace.js'
 import {provisionBranch} from '../git/shelf.js'
@@ -84,6 +85,8 @@ export async function createEphemeral(ctx: Context, ws: Workspace, options: Ephe
     ctx.env,
   )
   const {spec} = prepared
+  // Only what is left out: `run --env NAME` asks for the value in as it is, and says so itself.
+  reportSecrets(ctx.reporter ?? silentReporter, {exposedSecrets: [], unmasked: prepared.unmasked})
   await assertNestedEngine(ctx, spec)
   if (!(await ctx.engine.images.inspect(spec.image))) {
     throw new ImageMissingError(`image ${spec.image} is missing`, {hint: `build it with: agent-sandbox build ${quoteArg(ws.path)}`})

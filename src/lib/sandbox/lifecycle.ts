@@ -15,9 +15,12 @@ import {compromisedReason, lostMount, MountsNotRestoredError, restartNotice} fro
 import {provisionBranch} from '../git/shelf.js'
 import {createPlaceholders, fsKindOf, planProtectedPaths} from '../git/protected.js'
 import {detectHookConfig, fsHookProbe, hooksDirOf, hooksPathFromConfig, hookConfigLabel, type HookConfigReport} from '../git/hook-config.js'
-import {silentReporter} from '../reporter.js'
+import {silentReporter, type Reporter} from '../reporter.js'
 import {buildGateSpec, buildGatewaySpec, buildSpec, checkDockerNetwork, NESTED_STORE, SANDBOX_EXEC, STATE_DIR, toCreateOptions, type SandboxSpec} from './spec.js'
 import {GATEWAY_DEFAULTS} from '../network/gateway/ports.js'
+import type {GatewaySecrets} from '../network/gateway/server.js'
+import {caCertLine, ensureGatewayCa, removeGatewayCa} from '../network/gateway-ca.js'
+import {isMasked, makeSurrogate, type MaskedSecret} from '../network/gateway/secrets.js'
 import {Labels, Names, quoteArg, requireInitialised, sanitizeBranch, type Workspace} from '../workspace.js'
 import {planGhapp, type GhappPlan} from '../github/plan.js'
 import {ensureRefresher, provisionToken, removeAppToken} from '../github/refresher.js'
@@ -49,6 +52,12 @@ export interface PreparedSandbox {
   gate?: SandboxSpec
   /** The egress gateway that goes with a `start`-ed sandbox with network `firewall` (buildGatewaySpec). */
   gateway?: SandboxSpec
+  /** What only the gateway may hold (its CA's key, masked secrets' values), handed to it over an exec's stdin, never in a spec. */
+  gatewaySecrets?: GatewaySecrets
+  /** `secretEnv` names given in as they are (the plain form): the agent can read and send them anywhere allowed. */
+  exposedSecrets: string[]
+  /** Masked `secretEnv` names left out: this container has no gateway to swap them (one-shot run, network none or open). */
+  unmasked: string[]
   settings: Settings
   placeholders: Array<{relative: string; kind: 'file' | 'dir'}>
   skipped: Array<{relative: string; reason: string}>
@@ -58,7 +67,19 @@ export interface PreparedSandbox {
   hookConfig?: HookConfigReport
 }
 
-/** Everything `start` would create, computed without touching the engine or the host. */
+/** What a container does with its secretEnv: plain values the agent can read, masked ones left out for want of a gateway. */
+export function reportSecrets(reporter: Reporter, prepared: Pick<PreparedSandbox, 'exposedSecrets' | 'unmasked'>): void {
+  for (const n of prepared.exposedSecrets) {
+    reporter.warn(`secretEnv ${n} is passed in as it is: the agent can read it and send it to any allowed host; declare {"name": "${n}", "hosts": [...]} to mask it`)
+  }
+  for (const n of prepared.unmasked) reporter.warn(`secretEnv ${n} is masked, but this container has no egress gateway (a started sandbox with network firewall): it is not set`)
+}
+
+/**
+ * Everything `start` would create, computed without touching the engine or the
+ * host, but for the egress gateway's CA, made once per sandbox in the user's
+ * state directory (its certificate is part of the spec).
+ */
 export async function prepareSandbox(ws: Workspace, options: SandboxOptions, env: NodeJS.ProcessEnv = process.env): Promise<PreparedSandbox> {
   const {settings} = loadSettings({workspacePath: ws.path, flags: options.flags, env})
   checkDockerNetwork(settings.dockerNetwork, options.network ?? settings.network, options.allowHostNetwork)
@@ -85,16 +106,25 @@ export async function prepareSandbox(ws: Workspace, options: SandboxOptions, env
   const oneShot = options.name !== undefined
   const ownGit = git === 'repository' && !branchMode ? (oneShot ? 'tmpfs' : 'volume') : undefined
   const ghapp = options.name === undefined ? planGhapp(ws, settings.github, Names.container(ws, options.branch), env) : undefined
-  const secretValues = Object.fromEntries(settings.secretEnv.filter((n) => env[n] !== undefined).map((n) => [n, env[n] as string]))
+  const plainSecrets = settings.secretEnv.filter((e): e is string => !isMasked(e)).filter((n) => env[n] !== undefined)
+  const secretValues = Object.fromEntries(plainSecrets.map((n) => [n, env[n] as string]))
   // One-shot containers (run, the API) keep the firewall alone: they have no companion containers.
   const gatewayOn = !oneShot && (options.network ?? settings.network) === 'firewall'
+  const gatewayCa = gatewayOn ? await ensureGatewayCa(Names.container(ws, options.branch), env) : undefined
+  const maskedEntries = settings.secretEnv.filter(isMasked).filter((e) => env[e.name] !== undefined)
+  // Masked secrets need the gateway: a container without one gets neither the value nor a surrogate.
+  const masked: MaskedSecret[] = gatewayCa
+    ? maskedEntries.map((e) => ({name: e.name, hosts: e.hosts, value: env[e.name] as string, surrogate: makeSurrogate(e.name, env[e.name] as string, gatewayCa.key)}))
+    : []
   const spec = buildSpec(ws, settings, {
     gateway: gatewayOn,
+    gatewayCa: gatewayCa && caCertLine(gatewayCa.cert),
     branch: options.branch,
     network: options.network,
     protectedPaths: plan.mounts,
     gitIdentity: await hostGitIdentity(),
     secretValues,
+    surrogates: Object.fromEntries(masked.map((m) => [m.name, m.surrogate])),
     extraAllowDomains: options.allowDomains,
     name: options.name,
     cmd: options.cmd,
@@ -108,8 +138,8 @@ export async function prepareSandbox(ws: Workspace, options: SandboxOptions, env
     nestedStore: oneShot ? 'tmpfs' : 'volume',
   })
   const gate = !oneShot && (ownGit === 'volume' || branchMode) ? buildGateSpec(ws, spec, settings, {...options, gateFiles: hookConfig?.protect}) : undefined
-  const gateway = gatewayOn ? buildGatewaySpec(ws, spec, {branch: options.branch, userns: options.userns}) : undefined
-  return {spec, gate, gateway, settings, placeholders: plan.placeholders, skipped: plan.skipped, ghapp, hookConfig}
+  const gateway = gatewayOn ? buildGatewaySpec(ws, spec, {branch: options.branch, userns: options.userns, httpRules: settings.httpRules, masked: masked.map((m) => m.name)}) : undefined
+  return {spec, gate, gateway, gatewaySecrets: gatewayCa && {ca: gatewayCa, secrets: masked}, exposedSecrets: plainSecrets, unmasked: gatewayCa ? [] : maskedEntries.map((e) => e.name), settings, placeholders: plan.placeholders, skipped: plan.skipped, ghapp, hookConfig}
 }
 
 /** What the workspace's .git is: a repository the agent gets its own view of, or something to protect. */
@@ -168,6 +198,7 @@ export async function startSandbox(ctx: Context, ws: Workspace, options: Sandbox
       }
       const prepared = await prepareSandbox(ws, {...options, ...(await engineTraits(ctx))}, ctx.env)
       for (const s of prepared.skipped) reporter.warn(`protected path ${s.relative} not mounted: ${s.reason}`)
+      reportSecrets(reporter, prepared)
       if (restoring !== undefined) assertRestores(prepared, restoring, name)
       const {ghapp} = prepared
       // The first token is minted here, so git works as soon as the sandbox is up; a refresher keeps it fresh.
@@ -184,7 +215,7 @@ export async function startSandbox(ctx: Context, ws: Workspace, options: Sandbox
           const [container] = await Promise.all([
             waitReady(ctx, existing),
             prepared.gate ? startGate(ctx, prepared.gate) : undefined,
-            prepared.gateway ? startGateway(ctx, prepared.gateway) : undefined,
+            prepared.gateway ? startGateway(ctx, prepared.gateway, prepared.gatewaySecrets) : undefined,
           ])
           if (prepared.gate) await checkGate(ctx, prepared.gate.name)
           return keepFresh({name, action: 'started' as const, container})
@@ -252,7 +283,7 @@ async function createAndStart(ctx: Context, ws: Workspace, prepared: PreparedSan
         Promise.all([
           waitReady(ctx, {id: created, name: spec.name}),
           gate ? (gating = startGate(ctx, gate)) : undefined,
-          gateway ? (gatewaying = startGateway(ctx, gateway)) : undefined,
+          gateway ? (gatewaying = startGateway(ctx, gateway, prepared.gatewaySecrets)) : undefined,
         ]),
       ),
     )
@@ -313,23 +344,32 @@ async function ensureGate(ctx: Context, ws: Workspace, sandbox: ContainerInfo, o
  * no web at all (fail closed). If it does not come up, start fails (exit 6)
  * with its last message.
  */
-async function startGateway(ctx: Context, gateway: SandboxSpec): Promise<void> {
+async function startGateway(ctx: Context, gateway: SandboxSpec, secrets: GatewaySecrets | undefined): Promise<void> {
   await removeGate(ctx, gateway.name)
   const id = await ctx.engine.containers.create(toCreateOptions(gateway))
   await ctx.engine.containers.start(id)
+  // Before it is probed ready: into its tmpfs over stdin, so neither docker inspect nor the sandbox sees it.
+  const handed = secrets
+    ? await ctx.engine.containers
+        .exec(id, ['/usr/bin/node', GATEWAY_DEFAULTS.program, '--secrets'], {stdin: JSON.stringify(secrets)})
+        .catch((error: unknown) => ({exitCode: -1, stdout: '', stderr: String(error)}))
+    : {exitCode: 0, stdout: '', stderr: ''}
   const [httpPort, tlsPort] = GATEWAY_PORTS
   // bash's /dev/tcp, retried: cheaper than a node process, and the gateway's own uid may connect to itself.
   const probe = `for i in $(seq 100); do (: < /dev/tcp/127.0.0.1/${httpPort} && : < /dev/tcp/127.0.0.1/${tlsPort}) 2> /dev/null && exit 0; sleep 0.1; done; exit 1`
-  const result = await ctx.engine.containers.exec(id, ['bash', '-c', probe]).catch((error: unknown) => ({exitCode: -1, stdout: '', stderr: String(error)}))
+  const result =
+    handed.exitCode === 0
+      ? await ctx.engine.containers.exec(id, ['bash', '-c', probe]).catch((error: unknown) => ({exitCode: -1, stdout: '', stderr: String(error)}))
+      : handed
   if (result.exitCode === 0) return
   const info = await ctx.engine.containers.inspect(id)
   const logs = info ? await ctx.engine.containers.logs(id, 20).catch(() => '') : ''
-  const lines = logs.split('\n').map((l) => l.trim())
+  const lines = [...logs.split('\n'), ...handed.stderr.split('\n')].map((l) => l.trim())
   // Its own last word, else node's error line (node ends a crash with its version, which says nothing).
   const reason =
     lines.filter((l) => l.startsWith('egress-gateway: ')).pop()?.replace(/^egress-gateway: /, '') ??
     lines.find((l) => /^\w*Error: /.test(l)) ??
-    (info?.running ? 'it does not listen' : 'it exited')
+    (info?.running ? (handed.exitCode === 0 ? 'it does not listen' : 'it did not take its secrets') : 'it exited')
   throw new NotReadyError(`the egress gateway ${gateway.name} did not start: ${reason}`, {hint: 'without it the sandbox has no web access; fix the cause and run start again'})
 }
 
@@ -340,7 +380,7 @@ async function ensureGateway(ctx: Context, ws: Workspace, sandbox: ContainerInfo
   if (gateway?.running && Date.parse(gateway.startedAt) >= Date.parse(sandbox.startedAt)) return
   const prepared = await prepareSandbox(ws, {...options, ...(await engineTraits(ctx))}, ctx.env)
   if (!prepared.gateway || !sandbox.env.some((e) => e.startsWith('AGENT_SANDBOX_GATEWAY_UID='))) return
-  await startGateway(ctx, prepared.gateway)
+  await startGateway(ctx, prepared.gateway, prepared.gatewaySecrets)
   // Domains added live since the sandbox started (firewall allow) are in its firewall's allowlist only.
   const saved = await ctx.engine.containers.exec(sandbox.id, ['cat', `${STATE_DIR}/allowlist`])
   const domains = saved.exitCode === 0 ? saved.stdout.split('\n').filter(Boolean) : []
@@ -478,8 +518,9 @@ export async function removeSandbox(ctx: Context, ws: Workspace, options: {branc
   if (info) {
     await ctx.engine.containers.remove(info.id, {force: true})
   }
-  // Its token refresher and token directory go with it.
+  // Its token refresher and token directory go with it, and its gateway's CA.
   await removeAppToken(name, ctx.env ?? process.env)
+  removeGatewayCa(name, ctx.env ?? process.env)
   if (options.volumes) {
     const others = await ctx.engine.containers.list({[Labels.workspace]: ws.path})
     if (others.length === 0) {

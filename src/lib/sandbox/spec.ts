@@ -12,8 +12,12 @@ import {Labels, md5, Names, quoteArg, sanitizeBranch, workspaceLabels, type Work
 import type {MountSpec} from '../engine/types.js'
 import {UsageError} from '../errors.js'
 import {GATEWAY_DEFAULTS} from '../network/gateway/ports.js'
+import type {HttpRule} from '../network/gateway/rules.js'
+import {isMasked, secretName} from '../network/gateway/secrets.js'
 
 export const STATE_DIR = '/run/agent-sandbox'
+/** Debian's system bundle, which the image's NODE_EXTRA_CA_CERTS names (base-image/Dockerfile). */
+export const SYSTEM_CA_BUNDLE = '/etc/ssl/certs/ca-certificates.crt'
 export const SANDBOX_USER = 'node'
 /** Every agent process goes through it: it waits for the firewall and set-up (docs/design.md). */
 export const SANDBOX_EXEC = '/usr/local/bin/sandbox-exec'
@@ -103,6 +107,8 @@ export interface SpecOptions {
   gitIdentity?: {name?: string; email?: string}
   /** Values of `secretEnv` names, read from the host environment by the caller. */
   secretValues?: Record<string, string>
+  /** Surrogates of masked `secretEnv` entries (gateway/secrets.ts), by name: what the sandbox gets instead of the value. */
+  surrogates?: Record<string, string>
   extraAllowDomains?: string[]
   /** Extra labels (e.g. kind=run). */
   labels?: Record<string, string>
@@ -126,6 +132,8 @@ export interface SpecOptions {
   nestedStore?: 'volume' | 'tmpfs'
   /** The sandbox's web traffic goes through its egress gateway (buildGatewaySpec); network `firewall` only. */
   gateway?: boolean
+  /** The gateway's CA certificate as one line (gateway-ca.ts caCertLine): the entrypoint adds it to the system bundle. */
+  gatewayCa?: string
 }
 
 export interface GhappSpec {
@@ -319,6 +327,15 @@ export function buildSpec(ws: Workspace, settings: Settings, options: SpecOption
       {name: 'AGENT_SANDBOX_GATEWAY_UID', value: String(gatewayUid(ws)), secret: false},
       {name: 'AGENT_SANDBOX_GATEWAY_PORTS', value: `${GATEWAY_DEFAULTS.httpPort},${GATEWAY_DEFAULTS.tlsPort}`, secret: false},
     )
+    // Intercepted hosts (httpRules) present leaves of this CA: the system bundle gets it (entrypoint.sh), which
+    // NODE_EXTRA_CA_CERTS (the image's) names already; OpenSSL, curl, Rust's native roots and Python's requests read these two.
+    if (options.gatewayCa) {
+      env.push(
+        {name: 'AGENT_SANDBOX_GATEWAY_CA', value: options.gatewayCa, secret: false},
+        {name: 'SSL_CERT_FILE', value: SYSTEM_CA_BUNDLE, secret: false},
+        {name: 'REQUESTS_CA_BUNDLE', value: SYSTEM_CA_BUNDLE, secret: false},
+      )
+    }
   }
   if (ports.length) {
     env.push({name: 'AGENT_SANDBOX_INBOUND_PORTS', value: [...new Set(ports.map((p) => p.containerPort))].join(','), secret: false})
@@ -344,9 +361,11 @@ export function buildSpec(ws: Workspace, settings: Settings, options: SpecOption
       {name: 'AGENT_SANDBOX_GHAPP_GH_HOST', value: options.ghapp.ghHost, secret: false},
     )
   }
-  for (const name of settings.secretEnv) {
-    const value = options.secretValues?.[name]
-    if (value !== undefined) env.push({name, value, secret: true})
+  for (const entry of settings.secretEnv) {
+    const name = secretName(entry)
+    // A masked secret's surrogate is no secret (the gateway swaps it only at the declared hosts); without one, nothing.
+    const value = isMasked(entry) ? options.surrogates?.[name] : options.secretValues?.[name]
+    if (value !== undefined) env.push({name, value, secret: !isMasked(entry)})
   }
   const limits = engineLimits(settings.limits)
   const name = options.name ?? Names.container(ws, options.branch)
@@ -519,12 +538,16 @@ export function gatewayUid(ws: Pick<Workspace, 'uid'>): number {
  * capabilities, a read-only root and a uid of its own: the agent can neither
  * signal it nor read its memory or files.
  */
-export function buildGatewaySpec(ws: Workspace, sandbox: SandboxSpec, options: {branch?: string; userns?: string}): SandboxSpec {
+export function buildGatewaySpec(ws: Workspace, sandbox: SandboxSpec, options: {branch?: string; userns?: string; httpRules?: HttpRule[]; masked?: string[]}): SandboxSpec {
   const uid = gatewayUid(ws)
   const allow = sandbox.env.find((e) => e.name === 'AGENT_SANDBOX_ALLOW_DOMAINS')
   const env: EnvEntry[] = [
     {name: 'AGENT_SANDBOX_GATEWAY_PORTS', value: `${GATEWAY_DEFAULTS.httpPort},${GATEWAY_DEFAULTS.tlsPort}`, secret: false},
     ...(allow ? [{...allow}] : []),
+    // Not secret (the CA key is not here: it comes over an exec's stdin, lifecycle.ts startGateway).
+    ...(options.httpRules?.length ? [{name: 'AGENT_SANDBOX_GATEWAY_RULES', value: JSON.stringify(options.httpRules), secret: false}] : []),
+    // Names only: the gateway intercepts every TLS connection then, and waits for the values (stdin) before it lets anything out.
+    ...(options.masked?.length ? [{name: 'AGENT_SANDBOX_GATEWAY_MASKED', value: options.masked.join(','), secret: false}] : []),
   ]
   return sidecarSpec(ws, sandbox, options, {
     name: Names.gateway(sandbox.name),

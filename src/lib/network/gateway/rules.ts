@@ -1,0 +1,108 @@
+/**
+ * httpRules (docs/configuration.md): per-host limits on the methods and paths
+ * of requests through the egress gateway. Pure: the gateway applies them
+ * (server.ts), config merges them per host (load.ts) and trust classifies a
+ * workspace file's rules (widening.ts).
+ *
+ * A host with at least one rule that names methods or paths is restricted:
+ * the gateway intercepts its TLS, and a request passes when one of the host's
+ * rules admits both its method and its path. A rule with neither restricts
+ * nothing (it is how a user lifts a default rule).
+ */
+
+export interface HttpRule {
+  /** `example.com` (that name only) or `*.example.com` (its subdomains). */
+  host: string
+  /** Upper-case methods; absent: any. */
+  methods?: string[]
+  /** Path globs (`*` any run of characters, `/` included; `?` one); absent: any. */
+  paths?: string[]
+}
+
+/** The npm registry read-only: installs work, `npm publish` (a PUT) does not. */
+export const DEFAULT_HTTP_RULES: HttpRule[] = [{host: 'registry.npmjs.org', methods: ['GET', 'HEAD']}]
+
+export function ruleHostMatches(pattern: string, host: string): boolean {
+  const p = pattern.toLowerCase()
+  return p.startsWith('*.') ? host.endsWith(p.slice(1)) : host === p
+}
+
+const restricts = (r: HttpRule) => r.methods !== undefined || r.paths !== undefined
+
+/** The rules that restrict `host` (none: the host is passed through without interception). */
+export function rulesFor(host: string, rules: readonly HttpRule[]): HttpRule[] {
+  return rules.filter((r) => restricts(r) && ruleHostMatches(r.host, host))
+}
+
+const globCache = new Map<string, RegExp>()
+export function globToRegExp(glob: string): RegExp {
+  let re = globCache.get(glob)
+  if (!re) {
+    re = new RegExp(`^${glob.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`)
+    globCache.set(glob, re)
+  }
+  return re
+}
+
+/**
+ * The path a rule is matched against: dot segments resolved (also `%2e`, as
+ * the WHATWG URL parser does) and the query dropped, so `/ok/../secret` is
+ * judged as `/secret`. The gateway forwards this same path (with the query),
+ * so what was judged is what the server gets.
+ */
+export function normaliseRequestPath(target: string): {path: string; search: string} | undefined {
+  if (!target.startsWith('/')) return undefined
+  try {
+    const u = new URL(target, 'http://gateway.invalid')
+    return {path: u.pathname, search: u.search}
+  } catch {
+    return undefined
+  }
+}
+
+export function describeRule(r: HttpRule): string {
+  const parts = [r.host]
+  if (r.methods) parts.push(`methods ${r.methods.join(',')}`)
+  if (r.paths) parts.push(`paths ${r.paths.join(',')}`)
+  return `httpRules ${parts.join(' ')}`
+}
+
+export type RuleVerdict = {allowed: true; rule?: string} | {allowed: false; rule: string}
+
+/** Whether the host's rules admit a request (its path already normalised). */
+export function checkRules(host: string, method: string, path: string, rules: readonly HttpRule[]): RuleVerdict {
+  const mine = rulesFor(host, rules)
+  if (!mine.length) return {allowed: true}
+  const admitting = mine.find((r) => (!r.methods || r.methods.includes(method.toUpperCase())) && (!r.paths || r.paths.some((g) => globToRegExp(g).test(path))))
+  if (admitting) return {allowed: true, rule: describeRule(admitting)}
+  // Name the rule that refused: the first whose method list admits it failed on the path, else the first.
+  const byMethod = mine.find((r) => !r.methods || r.methods.includes(method.toUpperCase()))
+  const why = byMethod ? `path ${path} not in` : `method ${method} not in`
+  return {allowed: false, rule: `${why} ${describeRule(byMethod ?? mine[0])}`}
+}
+
+/** Merge a higher layer's rules over lower ones: a host the layer names gets the layer's rules only. */
+export function mergeHttpRules(lower: readonly HttpRule[], layer: readonly HttpRule[]): HttpRule[] {
+  const named = new Set(layer.map((r) => r.host.toLowerCase()))
+  return [...lower.filter((r) => !named.has(r.host.toLowerCase())), ...layer]
+}
+
+/**
+ * Whether a workspace layer's rules loosen the lower ones. Rules only
+ * restrict, so rules for a host nothing below restricts narrow; rules that
+ * replace a restricted host's are taken as loosening unless they are the same
+ * (comparing globs for inclusion is not worth the risk of getting it wrong).
+ */
+export function rulesLoosen(lower: readonly HttpRule[], layer: readonly HttpRule[]): string[] {
+  const loosened: string[] = []
+  for (const host of new Set(layer.map((r) => r.host.toLowerCase()))) {
+    const below = lower.filter((r) => r.host.toLowerCase() === host && restricts(r))
+    if (!below.length) continue
+    const mine = layer.filter((r) => r.host.toLowerCase() === host)
+    if (canonical(mine) !== canonical(lower.filter((r) => r.host.toLowerCase() === host))) loosened.push(host)
+  }
+  return loosened
+}
+
+const canonical = (rules: HttpRule[]) =>
+  JSON.stringify(rules.map((r) => [r.host.toLowerCase(), r.methods ? [...r.methods].sort() : null, r.paths ? [...r.paths].sort() : null]).sort())

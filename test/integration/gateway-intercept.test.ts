@@ -1,0 +1,274 @@
+/**
+ * Issue 17, slice 2: the gateway intercepts hosts that have httpRules, with a
+ * per-sandbox CA made on the host, against test sites this file starts itself
+ * on a network it creates (never any other address but the npm registry). The
+ * sites' certificates come from a test CA that the workspace image trusts, so
+ * the gateway verifies them as it would a public site. Every refusal is paired
+ * with the request that works.
+ */
+import {randomBytes} from 'node:crypto'
+import {execFileSync} from 'node:child_process'
+import {mkdtempSync, readFileSync, readdirSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {BASE_IMAGE, cli, docker, initWorkspace, makeWorkspace, type Result, sbx, TEST_STATE_HOME, trustWorkspace} from './helpers.js'
+import {createTestNetwork, must, removeTestSites, startTestSite} from './test-sites.js'
+
+const RUN = `${(process.env.AGENT_SANDBOX_IT_ID ?? 'main').toLowerCase().replace(/[^a-z0-9]+/g, '-')}-${randomBytes(3).toString('hex')}`
+const LABEL = `dev.agent-sandbox.gwiit=${RUN}`
+const name = (role: string) => `gwiit-${role}-${RUN}`
+
+/**
+ * A test site: HTTPS on 443 and HTTP on 80 with the cert from CERT/KEY; answers with its NAME, the method, the path, the Host
+ * and the Authorization it got, and logs every request's headers (what it received, for the secret tests).
+ */
+const SITE = `const http = require('http'), https = require('https');
+const answer = (q, r) => {
+  console.log(JSON.stringify(q.headers));
+  r.end('hi from ' + process.env.NAME + ' ' + q.method + ' ' + q.url + ' host=' + q.headers.host + (q.headers.authorization ? ' auth=' + q.headers.authorization : '') + '\\n');
+};
+http.createServer(answer).listen(80, '::');
+https.createServer({cert: process.env.CERT, key: process.env.KEY}, answer).listen(443, '::');`
+
+/** `node -e ISSUER URL`: GET with node's https (trust from NODE_EXTRA_CA_CERTS), printing the body and the certificate's issuer O. */
+const ISSUER = `require('https').get(process.argv[1], (res) => {
+  const issuer = res.socket.getPeerCertificate().issuer.O;
+  let b = ''; res.on('data', (c) => (b += c)); res.on('end', () => console.log(res.statusCode + ' ' + issuer + ' ' + b.trim()));
+}).on('error', (e) => { console.log('error ' + (e.code || e.message)); process.exit(1) });`
+
+const workspaces: string[] = []
+let network = ''
+let certDir = ''
+
+async function createNetwork(): Promise<{name: string; prefix: string}> {
+  return createTestNetwork(name('net'), LABEL, 190)
+}
+
+async function startSite(role: string, ip: string, cert: string, key: string): Promise<string> {
+  const container = name(role)
+  await startTestSite({container, label: LABEL, network, role, ip, cert, key, program: SITE})
+  return container
+}
+
+/** A plain, unfiltered container on the test network that trusts the test CA: the control for each refusal. */
+function control(...args: string[]): Promise<Result> {
+  return docker('run', '--rm', '--label', LABEL, '--network', network, '-v', `${certDir}/ca.pem:/ca.pem:ro`, '--entrypoint', 'curl', BASE_IMAGE, '-sS', '--max-time', '10', '--cacert', '/ca.pem', ...args)
+}
+
+function curl(ws: string, ...args: string[]): Promise<Result> {
+  return sbx(ws, 'curl', '-sS', '--max-time', '20', ...args)
+}
+
+async function requests(ws: string): Promise<any[]> {
+  const r = await cli(['firewall', 'log', ws, '--json', '--lines', '500'])
+  expect(r.exitCode, r.stderr).toBe(0)
+  return r.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l))
+}
+
+afterAll(() => removeTestSites(LABEL, network, workspaces, certDir))
+
+const api = name('api')
+const plain = name('plain')
+let caPem = ''
+
+/** A workspace whose image trusts the test CA (the gateway verifies the sites against it), with this config; started. */
+async function started(role: string, config: Record<string, unknown>, env: Record<string, string> = {}): Promise<{ws: string; sandbox: string; stderr: string}> {
+  const path = await makeWorkspace(role)
+  workspaces.push(path)
+  await initWorkspace(path)
+  const dockerfile = join(path, '.agent-sandbox', 'Dockerfile')
+  const caLine = caPem.trim().replace(/\n/g, '\\n')
+  writeFileSync(dockerfile, `${readFileSync(dockerfile, 'utf8')}\nRUN printf '%b' '${caLine}\\n' > /usr/local/share/ca-certificates/gwiit.crt && update-ca-certificates\n`)
+  writeFileSync(join(path, '.agent-sandbox', 'config.json'), `${JSON.stringify({dockerNetwork: network, allowDomains: [api, plain], env: {AGENT_SANDBOX_GITHUB_META: '0'}, ...config}, null, 2)}\n`)
+  await trustWorkspace(path)
+  must(await cli(['build', path]), 'build')
+  const r = must(await cli(['start', path, '--json'], {env}), 'start')
+  return {ws: path, sandbox: JSON.parse(r.stdout).name as string, stderr: r.stderr}
+}
+
+beforeAll(async () => {
+  const net = await createNetwork()
+  network = net.name
+  // A test CA and one site certificate it signs for both names: the workspace image trusts the CA, as a company image trusts its own.
+  certDir = mkdtempSync(join(tmpdir(), 'gwiit-cert-'))
+  const sh = (...args: string[]) => execFileSync('openssl', args, {cwd: certDir, stdio: 'ignore'})
+  sh('req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-days', '2', '-subj', '/CN=gwiit test CA/O=gwiit', '-keyout', 'ca.key', '-out', 'ca.pem')
+  sh('req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-subj', '/CN=gwiit', '-keyout', 'key.pem', '-out', 'site.csr')
+  writeFileSync(join(certDir, 'ext.cnf'), `subjectAltName=DNS:${api},DNS:${plain}`)
+  sh('x509', '-req', '-in', 'site.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '1', '-extfile', 'ext.cnf', '-out', 'cert.pem')
+  const [cert, key, ca] = ['cert.pem', 'key.pem', 'ca.pem'].map((f) => readFileSync(join(certDir, f), 'utf8'))
+  caPem = ca
+  await startSite('api', `${net.prefix}.200`, cert, key)
+  await startSite('plain', `${net.prefix}.201`, cert, key)
+})
+
+describe('interception of hosts with httpRules', () => {
+  let ws = ''
+  let sandbox = ''
+
+  beforeAll(async () => {
+    ;({ws, sandbox} = await started('gwi', {httpRules: [{host: api, methods: ['GET', 'HEAD'], paths: ['/pub/*']}]}))
+  })
+
+  it('an intercepted HTTPS GET works with curl and with node (trust through the system bundle and NODE_EXTRA_CA_CERTS); the certificate is the sandbox CA\'s', async () => {
+    const r = await curl(ws, '-w', ' %{http_code}', `https://${api}/pub/x?q=1`)
+    expect(r.stdout, r.stderr).toBe(`hi from api GET /pub/x?q=1 host=${api}\n 200`)
+    const node = await sbx(ws, 'node', '-e', ISSUER, `https://${api}/pub/node`)
+    expect(node.stdout.trim(), node.stderr).toBe(`200 agent-sandbox hi from api GET /pub/node host=${api}`)
+    // a host without rules is passed through: its own certificate, the test CA's
+    const through = await sbx(ws, 'node', '-e', ISSUER, `https://${plain}/anything`)
+    expect(through.stdout.trim(), through.stderr).toBe(`200 gwiit hi from plain GET /anything host=${plain}`)
+  })
+
+  it('refuses a method outside the rules with 403 and one line naming the rule; the allowed method works', async () => {
+    const open = await control('-X', 'POST', `https://${api}/pub/x`)
+    expect(open.stdout, open.stderr).toBe(`hi from api POST /pub/x host=${api}`)
+    const r = await curl(ws, '-X', 'POST', '-w', '%{http_code}', `https://${api}/pub/x`)
+    expect(r.stdout).toBe(`agent-sandbox gateway: POST ${api}/pub/x refused: method POST not in httpRules ${api} methods GET,HEAD paths /pub/*\n403`)
+    // plain HTTP to the same host meets the same rules
+    const http = await curl(ws, '-X', 'DELETE', '-w', '%{http_code}', `http://${api}/pub/x`)
+    expect(http.stdout).toMatch(/refused: method DELETE not in httpRules .*\n403$/)
+    expect((await curl(ws, '-I', '-w', '%{http_code}', `https://${api}/pub/x`)).stdout).toMatch(/200$/)
+    expect((await curl(ws, `http://${api}/pub/x`)).stdout).toBe(`hi from api GET /pub/x host=${api}`)
+  })
+
+  it('refuses a path outside the rules, also one that climbs out with ../ or %2e%2e; the allowed path works', async () => {
+    const open = await control(`https://${api}/private`)
+    expect(open.stdout, open.stderr).toContain('hi from api GET /private')
+    const r = await curl(ws, '-w', '%{http_code}', `https://${api}/private`)
+    expect(r.stdout).toBe(`agent-sandbox gateway: GET ${api}/private refused: path /private not in httpRules ${api} methods GET,HEAD paths /pub/*\n403`)
+    for (const sneaky of ['/pub/../private', '/pub/%2e%2e/private']) {
+      const s = await curl(ws, '--path-as-is', '-w', '%{http_code}', `https://${api}${sneaky}`)
+      expect(s.stdout, sneaky).toMatch(/refused: path \/private not in .*\n403$/)
+    }
+    expect((await curl(ws, `https://${api}/pub/ok`)).stdout).toBe(`hi from api GET /pub/ok host=${api}`)
+  })
+
+  it('refuses a Host inside the TLS that differs from the SNI (fronting inside TLS); the matching Host works', async () => {
+    const open = await control('-H', `Host: ${plain}`, `https://${api}/pub/x`)
+    expect(open.stdout, open.stderr).toBe(`hi from api GET /pub/x host=${plain}`)
+    const r = await curl(ws, '-H', `Host: ${plain}`, '-w', '%{http_code}', `https://${api}/pub/x`)
+    expect(r.stdout).toBe(`agent-sandbox gateway: GET ${plain}/pub/x refused: Host ${plain} differs from the TLS name ${api}\n421`)
+    expect((await curl(ws, '-H', `Host: ${api}`, `https://${api}/pub/x`)).stdout).toBe(`hi from api GET /pub/x host=${api}`)
+  })
+
+  it('logs blocked requests with the rule, and allowed ones with the rule that admitted them', async () => {
+    await curl(ws, '-X', 'PUT', `https://${api}/pub/logged`)
+    await curl(ws, `https://${api}/pub/logged-ok`)
+    const log = await requests(ws)
+    expect(log.find((e) => e.path === '/pub/logged')).toMatchObject({method: 'PUT', host: api, status: 403, decision: 'blocked', rule: `method PUT not in httpRules ${api} methods GET,HEAD paths /pub/*`})
+    expect(log.find((e) => e.path === '/pub/logged-ok')).toMatchObject({method: 'GET', host: api, status: 200, decision: 'allowed', rule: `allowlist ${api}; httpRules ${api} methods GET,HEAD paths /pub/*`})
+    const text = await cli(['firewall', 'log', ws])
+    expect(text.stdout).toContain(`BLOCK  403  PUT  ${api}/pub/logged`)
+  })
+
+  it('the CA key is only in the gateway: not in the sandbox env, /proc/1/environ, its files or docker inspect', async () => {
+    const caDir = join(TEST_STATE_HOME, 'agent-sandbox', 'gateway-ca', sandbox)
+    expect(readdirSync(caDir).sort()).toEqual(['ca.key', 'ca.pem'])
+    const key = readFileSync(join(caDir, 'ca.key'), 'utf8')
+    // a distinctive piece of the key's base64 (its first line after the header)
+    const needle = key.split('\n')[1].slice(8, 48)
+    expect(needle).toMatch(/^[A-Za-z0-9+/]{40}$/)
+    // control: the gateway does hold it, where the search would find it
+    const held = must(await docker('exec', `${sandbox}-gateway`, 'cat', '/tmp/secrets.json'), 'read the gateway secrets')
+    expect(held.stdout).toContain(needle)
+    expect(must(await sbx(ws, 'env'), 'env').stdout).not.toContain(needle)
+    const root = must(await docker('exec', '-u', 'root', sandbox, 'bash', '-c', 'cat /proc/1/environ | tr "\\0" "\\n"; grep -rsl -- "$0" /etc /run /tmp /home /workspace /var/lib/agent-sandbox /usr/local/share/ca-certificates /root || true', needle), 'search the sandbox')
+    expect(root.stdout).toContain('AGENT_SANDBOX_GATEWAY_CA=') // the certificate is there, public
+    expect(root.stdout).not.toContain(needle)
+    for (const c of [sandbox, `${sandbox}-gateway`]) expect(must(await docker('container', 'inspect', c), 'inspect').stdout, c).not.toContain(needle)
+    expect(must(await docker('logs', `${sandbox}-gateway`), 'logs').stdout).not.toContain(needle)
+  })
+
+  it('keeps the CA across a restart of the gateway (start makes it anew and hands the key over again)', async () => {
+    must(await docker('kill', `${sandbox}-gateway`), 'kill the gateway')
+    must(await cli(['start', ws]), 'start again')
+    expect((await curl(ws, `https://${api}/pub/again`)).stdout).toBe(`hi from api GET /pub/again host=${api}`)
+  })
+
+  it('the default npm rule: the registry is read-only, intercepted, and a publish (PUT) never reaches it', async () => {
+    const get = await curl(ws, '-o', '/dev/null', '-w', '%{http_code}', 'https://registry.npmjs.org/left-pad')
+    expect(get.stdout, get.stderr).toBe('200')
+    const put = await curl(ws, '-X', 'PUT', '-H', 'content-type: application/json', '--data', '{}', '-w', '%{http_code}', 'https://registry.npmjs.org/left-pad')
+    expect(put.stdout).toBe('agent-sandbox gateway: PUT registry.npmjs.org/left-pad refused: method PUT not in httpRules registry.npmjs.org methods GET,HEAD\n403')
+  })
+})
+
+describe('masked secrets', () => {
+  const REAL = `sk-proj-${randomBytes(18).toString('hex')}`
+  const EXPOSED = `exposed-${randomBytes(6).toString('hex')}`
+  let ws = ''
+  let sandbox = ''
+  let startErr = ''
+  let surrogate = ''
+
+  beforeAll(async () => {
+    ;({ws, sandbox, stderr: startErr} = await started('gws', {secretEnv: [{name: 'GWIIT_TOKEN', hosts: [api]}, 'GWIIT_EXPOSED']}, {GWIIT_TOKEN: REAL, GWIIT_EXPOSED: EXPOSED}))
+    surrogate = must(await sbx(ws, 'printenv', 'GWIIT_TOKEN'), 'printenv').stdout.trim()
+  })
+
+  it('start warns that a plain secretEnv is exposed; the masked one holds a surrogate of the same shape inside', () => {
+    expect(startErr).toContain('secretEnv GWIIT_EXPOSED is passed in as it is: the agent can read it')
+    expect(startErr).not.toContain('secretEnv GWIIT_TOKEN is passed')
+    expect(surrogate).toHaveLength(REAL.length)
+    expect(surrogate.startsWith('sk-proj-')).toBe(true)
+    expect(surrogate).not.toBe(REAL)
+    expect(surrogate).toMatch(/^sk-proj-[A-Za-z0-9]+$/)
+  })
+
+  it('a one-shot run (no gateway) gets no masked variable at all, and says so; the plain one is there (the control)', async () => {
+    const env = {GWIIT_TOKEN: REAL, GWIIT_EXPOSED: EXPOSED}
+    const masked = await cli(['run', ws, '--', 'bash', '-c', 'echo "${GWIIT_TOKEN-unset}"'], {env})
+    expect(masked.stdout.trim(), masked.stderr).toBe('unset')
+    expect(masked.stderr).toContain('secretEnv GWIIT_TOKEN is masked, but this container has no egress gateway')
+    // run masks known secret values in its output: the length says it is there
+    const plainOne = await cli(['run', ws, '--', 'bash', '-c', 'echo "${#GWIIT_EXPOSED}"'], {env})
+    expect(plainOne.stdout.trim(), plainOne.stderr).toBe(String(EXPOSED.length))
+  })
+
+  it('the declared host receives the real value (a Bearer token and Basic auth); the sandbox sent only the surrogate', async () => {
+    const bearer = await sbx(ws, 'bash', '-c', `curl -sS --max-time 20 -H "Authorization: Bearer $GWIIT_TOKEN" https://${api}/secret`)
+    expect(bearer.stdout, bearer.stderr).toBe(`hi from api GET /secret host=${api} auth=Bearer ${REAL}`)
+    const basic = await sbx(ws, 'bash', '-c', `curl -sS --max-time 20 -u "me:$GWIIT_TOKEN" https://${api}/basic`)
+    expect(basic.stdout, basic.stderr).toBe(`hi from api GET /basic host=${api} auth=Basic ${Buffer.from(`me:${REAL}`).toString('base64')}`)
+  })
+
+  it('a surrogate sent to an undeclared allowlisted host is refused (403) and logged; that host never gets the real value; the same request without it works', async () => {
+    const r = await sbx(ws, 'bash', '-c', `curl -sS --max-time 20 -w '%{http_code}' -H "Authorization: Bearer $GWIIT_TOKEN" https://${plain}/leak`)
+    expect(r.stdout).toBe(`agent-sandbox gateway: GET ${plain}/leak refused: secret GWIIT_TOKEN is not for ${plain} (declared for ${api})\n403`)
+    const http = await sbx(ws, 'bash', '-c', `curl -sS --max-time 20 -w '%{http_code}' -H "X-Key: $GWIIT_TOKEN" http://${plain}/leak-http`)
+    expect(http.stdout).toMatch(/refused: secret GWIIT_TOKEN is not for .*\n403$/)
+    // over plain HTTP even the declared host gets nothing
+    const cleartext = await sbx(ws, 'bash', '-c', `curl -sS --max-time 20 -w '%{http_code}' -H "X-Key: $GWIIT_TOKEN" http://${api}/cleartext`)
+    expect(cleartext.stdout).toMatch(/refused: secret GWIIT_TOKEN in header X-Key only over HTTPS\n403$/)
+    const twin = await curl(ws, '-H', 'Authorization: Bearer nothing-secret', `https://${plain}/twin`)
+    expect(twin.stdout, twin.stderr).toBe(`hi from plain GET /twin host=${plain} auth=Bearer nothing-secret`)
+    const seen = must(await docker('logs', name('plain')), 'site log').stdout
+    expect(seen).toContain('nothing-secret') // control: its log holds what it received
+    expect(seen).not.toContain(REAL)
+    expect(seen).not.toContain(surrogate)
+    expect(must(await docker('logs', name('api')), 'site log').stdout).toContain(REAL) // control
+    const log = await requests(ws)
+    expect(log.find((e) => e.path === '/leak')).toMatchObject({host: plain, status: 403, decision: 'blocked', rule: `secret GWIIT_TOKEN is not for ${plain} (declared for ${api})`})
+    expect(log.find((e) => e.path === '/secret')).toMatchObject({host: api, status: 200, decision: 'allowed', rule: `allowlist ${api}; secrets GWIIT_TOKEN`})
+  })
+
+  it('the real value is absent from the sandbox: env, /proc, files, docker inspect, and from the logs; the gateway alone holds it', async () => {
+    expect(must(await docker('exec', `${sandbox}-gateway`, 'cat', '/tmp/secrets.json'), 'gateway secrets').stdout).toContain(REAL) // control
+    expect(must(await sbx(ws, 'env'), 'env').stdout).not.toContain(REAL)
+    const root = must(await docker('exec', '-u', 'root', sandbox, 'bash', '-c',
+      'for f in /proc/[0-9]*/environ; do tr "\\0" "\\n" < "$f"; done 2> /dev/null; grep -rsl -- "$0" /etc /run /tmp /home /workspace /var/lib/agent-sandbox /root || true', REAL), 'search the sandbox')
+    expect(root.stdout).toContain(`GWIIT_TOKEN=${surrogate}`) // control: the search reads the environments
+    expect(root.stdout).toContain(`GWIIT_EXPOSED=${EXPOSED}`)
+    expect(root.stdout).not.toContain(REAL)
+    for (const c of [sandbox, `${sandbox}-gateway`]) {
+      expect(must(await docker('container', 'inspect', c), 'inspect').stdout, c).not.toContain(REAL)
+      const logs = await docker('logs', c)
+      expect(`${logs.stdout}${logs.stderr}`, c).not.toContain(REAL)
+    }
+    expect(must(await cli(['firewall', 'log', ws, '--json', '--lines', '500']), 'firewall log').stdout).not.toContain(REAL)
+    expect(must(await docker('exec', `${sandbox}-gateway`, 'cat', '/tmp/requests.jsonl'), 'request log').stdout).not.toContain(REAL)
+    expect(must(await cli(['show-run', ws], {env: {GWIIT_TOKEN: REAL, GWIIT_EXPOSED: EXPOSED}}), 'show-run').stdout).not.toContain(REAL)
+  })
+})

@@ -1,0 +1,125 @@
+/** Issue 17, slices 2 and 3, pure parts: httpRules decisions and merging, the per-sandbox CA and its leaf certificates, masked secrets. */
+import {once} from 'node:events'
+import type {AddressInfo} from 'node:net'
+import {connect, createServer} from 'node:tls'
+import {describe, expect, it} from 'vitest'
+import {checkRules, DEFAULT_HTTP_RULES, mergeHttpRules, normaliseRequestPath, rulesFor, rulesLoosen} from '../../src/lib/network/gateway/rules.js'
+import {makeSurrogate, swapSecrets, type MaskedSecret} from '../../src/lib/network/gateway/secrets.js'
+import {createCa, createMinter} from '../../src/lib/network/gateway/x509.js'
+
+describe('httpRules', () => {
+  const rules = [
+    {host: 'registry.npmjs.org', methods: ['GET', 'HEAD']},
+    {host: 'github.com', paths: ['/myorg/myrepo.git/*', '/myorg/myrepo/*']},
+    {host: '*.example.com', methods: ['GET'], paths: ['/pub/*']},
+    {host: 'open.example.org'},
+  ]
+
+  it('lets a host without restricting rules through untouched (pass-through)', () => {
+    expect(rulesFor('other.org', rules)).toEqual([])
+    expect(rulesFor('open.example.org', rules)).toEqual([])
+    expect(checkRules('other.org', 'DELETE', '/x', rules)).toEqual({allowed: true})
+  })
+
+  it('refuses a method or a path outside the rules, naming the rule; admits the twin', () => {
+    expect(checkRules('registry.npmjs.org', 'GET', '/left-pad', rules)).toEqual({allowed: true, rule: 'httpRules registry.npmjs.org methods GET,HEAD'})
+    expect(checkRules('registry.npmjs.org', 'PUT', '/left-pad', rules)).toEqual({allowed: false, rule: 'method PUT not in httpRules registry.npmjs.org methods GET,HEAD'})
+    expect(checkRules('github.com', 'POST', '/myorg/myrepo.git/git-receive-pack', rules).allowed).toBe(true)
+    expect(checkRules('github.com', 'GET', '/other/repo.git/info/refs', rules)).toEqual({
+      allowed: false,
+      rule: 'path /other/repo.git/info/refs not in httpRules github.com paths /myorg/myrepo.git/*,/myorg/myrepo/*',
+    })
+    expect(checkRules('a.example.com', 'GET', '/pub/x', rules).allowed).toBe(true)
+    expect(checkRules('example.com', 'POST', '/pub/x', rules).allowed).toBe(true) // *.x covers subdomains only
+    expect(checkRules('a.example.com', 'POST', '/pub/x', rules).allowed).toBe(false)
+  })
+
+  it('judges the path with dot segments resolved, so ../ cannot climb out of an allowed prefix', () => {
+    const judged = normaliseRequestPath('/myorg/myrepo/../../other/repo?x=1')
+    expect(judged).toEqual({path: '/other/repo', search: '?x=1'})
+    expect(normaliseRequestPath('/myorg/myrepo/%2e%2e/%2E%2E/other')?.path).toBe('/other')
+    expect(checkRules('github.com', 'GET', judged?.path ?? '', rules).allowed).toBe(false)
+    expect(normaliseRequestPath('http://x/y')).toBeUndefined()
+  })
+
+  it('merges per host: a layer that names a host replaces its rules, others are kept', () => {
+    const merged = mergeHttpRules(DEFAULT_HTTP_RULES, [{host: 'registry.npmjs.org'}, {host: 'api.example.com', methods: ['GET']}])
+    expect(merged).toEqual([{host: 'registry.npmjs.org'}, {host: 'api.example.com', methods: ['GET']}])
+    expect(rulesFor('registry.npmjs.org', merged)).toEqual([])
+    expect(mergeHttpRules(DEFAULT_HTTP_RULES, [{host: 'a.org', methods: ['GET']}])).toHaveLength(2)
+  })
+
+  it('classifies a layer: new restrictions narrow, replacing a restricted host\'s rules loosens unless identical', () => {
+    expect(rulesLoosen(DEFAULT_HTTP_RULES, [{host: 'api.example.com', methods: ['GET']}])).toEqual([])
+    expect(rulesLoosen(DEFAULT_HTTP_RULES, [{host: 'registry.npmjs.org'}])).toEqual(['registry.npmjs.org'])
+    expect(rulesLoosen(DEFAULT_HTTP_RULES, [{host: 'registry.npmjs.org', methods: ['GET', 'HEAD', 'PUT']}])).toEqual(['registry.npmjs.org'])
+    expect(rulesLoosen(DEFAULT_HTTP_RULES, [{host: 'Registry.npmjs.org', methods: ['HEAD', 'GET']}])).toEqual([])
+  })
+})
+
+describe('the per-sandbox CA', () => {
+  it('mints leaf certificates that a client trusting only the CA verifies, for the name asked and no other', async () => {
+    const ca = await createCa('asbx-test')
+    expect(ca.cert).toMatch(/^-----BEGIN CERTIFICATE-----\n/)
+    expect(ca.key).toMatch(/^-----BEGIN PRIVATE KEY-----\n/)
+    const minter = await createMinter(ca)
+    const leaf = await minter.leaf('a.test')
+    expect(await minter.leaf('a.test')).toBe(leaf) // cached
+    const server = createServer({cert: leaf.cert, key: leaf.key}, (s) => s.end('ok'))
+    server.listen(0, '127.0.0.1')
+    await once(server, 'listening')
+    const port = (server.address() as AddressInfo).port
+    const dial = (servername: string, ca?: string) =>
+      new Promise<string>((resolve) => {
+        const c = connect({port, host: '127.0.0.1', servername, ...(ca ? {ca} : {})}, () => c.once('data', (d: Buffer) => resolve(`ok ${String(d)}`)))
+        c.on('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? e.message))
+      })
+    try {
+      expect(await dial('a.test', ca.cert)).toBe('ok ok')
+      expect(await dial('b.test', ca.cert)).toBe('ERR_TLS_CERT_ALTNAME_INVALID')
+      expect(await dial('a.test')).toMatch(/UNABLE_TO_VERIFY|SELF_SIGNED|UNABLE_TO_GET_ISSUER/) // not trusted without the CA
+      const other = await createCa('other')
+      expect(await dial('a.test', other.cert)).not.toBe('ok ok')
+    } finally {
+      server.close()
+    }
+  })
+})
+
+describe('masked secrets', () => {
+  const secret = (over: Partial<MaskedSecret> = {}): MaskedSecret => ({name: 'API_TOKEN', hosts: ['api.example.com'], surrogate: 'sk-SURROGATE0123456789', value: 'sk-REALVALUE98765432100', ...over})
+
+  it('makes a surrogate of the same shape: prefix, length and punctuation kept, different per key, the same for the same key', () => {
+    for (const value of ['sk-proj-abcdEFGH1234ijklMNOP5678', 'ghp_0123456789abcdefABCDEF0123456789abcd', 'ghs_xyz.ABC-123_def', 'plainvalue1234']) {
+      const a = makeSurrogate('T', value, 'key-a')
+      expect(a).toHaveLength(value.length)
+      expect(a).not.toBe(value)
+      expect(a.replace(/[A-Za-z0-9]/g, 'x')).toBe(value.replace(/[A-Za-z0-9]/g, 'x'))
+      expect(makeSurrogate('T', value, 'key-a')).toBe(a)
+      expect(makeSurrogate('T', value, 'key-b')).not.toBe(a)
+    }
+    expect(makeSurrogate('T', 'sk-proj-abcdEFGH1234ijklMNOP5678', 'k').startsWith('sk-proj-')).toBe(true)
+    expect(makeSurrogate('T', 'ghp_0123456789abcdefABCDEF0123456789abcd', 'k').startsWith('ghp_')).toBe(true)
+  })
+
+  it('swaps the surrogate for the value in headers, Basic auth included, for the declared host over TLS only', () => {
+    const s = secret()
+    const ok = swapSecrets('api.example.com', true, '/v1', [['Authorization', `Bearer ${s.surrogate}`], ['X-Other', 'keep']], [s])
+    expect(ok).toEqual({ok: true, headers: [['Authorization', `Bearer ${s.value}`], ['X-Other', 'keep']], swapped: ['API_TOKEN']})
+    const basic = swapSecrets('api.example.com', true, '/', [['authorization', `Basic ${Buffer.from(`me:${s.surrogate}`).toString('base64')}`]], [s])
+    expect(basic).toEqual({ok: true, headers: [['authorization', `Basic ${Buffer.from(`me:${s.value}`).toString('base64')}`]], swapped: ['API_TOKEN']})
+    expect(swapSecrets('api.example.com', true, '/', [['Accept', '*/*']], [s])).toEqual({ok: true, headers: [['Accept', '*/*']], swapped: []})
+  })
+
+  it('refuses a surrogate sent to another host, over plain HTTP, or in the request target', () => {
+    const s = secret()
+    expect(swapSecrets('other.example.com', true, '/', [['Authorization', `Bearer ${s.surrogate}`]], [s])).toEqual({
+      ok: false,
+      rule: 'secret API_TOKEN is not for other.example.com (declared for api.example.com)',
+    })
+    const basic = swapSecrets('other.example.com', true, '/', [['Authorization', `Basic ${Buffer.from(`x:${s.surrogate}`).toString('base64')}`]], [s])
+    expect(basic.ok).toBe(false)
+    expect(swapSecrets('api.example.com', false, '/', [['Authorization', `Bearer ${s.surrogate}`]], [s])).toEqual({ok: false, rule: 'secret API_TOKEN in header Authorization only over HTTPS'})
+    expect(swapSecrets('api.example.com', true, `/?key=${s.surrogate}`, [], [s])).toEqual({ok: false, rule: 'secret API_TOKEN in the request target'})
+  })
+})
