@@ -6,9 +6,8 @@
  * as a second Ctrl-C does in most tools. While a child owns the terminal (an
  * interactive shell), Ctrl-C and Ctrl-\ are the child's: we ignore them.
  */
-import {constants} from 'node:os'
 import {InterruptedError} from '../lib/errors.js'
-import {endChildren} from '../lib/util/children.js'
+import {endChildren, signalExitCode} from '../lib/util/children.js'
 
 const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const
 /** The keys a terminal turns into signals for the foreground process group. */
@@ -23,22 +22,18 @@ export interface Interrupts {
   dispose(): void
 }
 
-export function exitCodeOf(signal: string): number {
-  return 128 + (constants.signals[signal as keyof typeof constants.signals] ?? 2)
-}
-
 export function watchInterrupts(): Interrupts {
   const controller = new AbortController()
   let childOwnsTerminal = 0
   const abort = (signal: string) => {
-    if (!controller.signal.aborted) controller.abort(new InterruptedError(signal, exitCodeOf(signal)))
+    if (!controller.signal.aborted) controller.abort(new InterruptedError(signal, signalExitCode(signal)))
   }
   const handlers = SIGNALS.map((signal) => {
     const handler = () => {
       if (childOwnsTerminal > 0 && TERMINAL_SIGNALS.has(signal)) return
       if (controller.signal.aborted) {
         // The second one: now. Children still running end with us ('exit' below).
-        process.exit(exitCodeOf(signal))
+        process.exit(signalExitCode(signal))
       }
       abort(signal)
     }

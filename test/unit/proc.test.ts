@@ -1,6 +1,6 @@
 import {describe, expect, it} from 'vitest'
 import {CommandFailedError} from '../../src/lib/errors.js'
-import {endChildren, liveChildren} from '../../src/lib/util/children.js'
+import {endChildren, liveChildren, signalExitCode} from '../../src/lib/util/children.js'
 import {run} from '../../src/lib/util/proc.js'
 
 describe('run', () => {
@@ -95,5 +95,13 @@ describe('a child killed by a signal', () => {
     expect(killed).toMatchObject({exitCode: 137, signal: 'SIGKILL'})
     const termed = await run('sh', ['-c', 'kill -TERM $$'], {allowFailure: true})
     expect(termed).toMatchObject({exitCode: 143, signal: 'SIGTERM'})
+  })
+})
+
+describe('signalExitCode', () => {
+  it('is 128 + the signal number, for children and for our own interrupts alike', () => {
+    expect(signalExitCode('SIGINT')).toBe(130)
+    expect(signalExitCode('SIGPIPE')).toBe(141)
+    expect(signalExitCode('SIGTERM')).toBe(143)
   })
 })

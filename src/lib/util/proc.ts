@@ -6,9 +6,8 @@
  * them when it exits; an aborted signal ends a child at once.
  */
 import {spawn, type ChildProcess, type StdioOptions} from 'node:child_process'
-import {constants} from 'node:os'
 import {CommandFailedError} from '../errors.js'
-import {liveChildren} from './children.js'
+import {liveChildren, signalExitCode} from './children.js'
 
 export interface ProcOptions {
   cwd?: string
@@ -121,9 +120,4 @@ export async function run(command: string, args: readonly string[], options: Pro
     throw new CommandFailedError([command, ...args.slice(0, 2)].join(' '), out.exitCode, out.stderr || out.stdout)
   }
   return out
-}
-
-/** A shell's exit code for a child killed by SIGNAL: 128 + its number (SIGKILL: 137). */
-export function signalExitCode(signal: NodeJS.Signals): number {
-  return 128 + (constants.signals[signal] ?? 0)
 }
