@@ -8,7 +8,6 @@
  */
 import {createHash, randomBytes} from 'node:crypto'
 import {createSocket, type Socket as UdpSocket} from 'node:dgram'
-import {once} from 'node:events'
 import {mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import http2 from 'node:http2'
 import https from 'node:https'
