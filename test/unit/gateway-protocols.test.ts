@@ -18,7 +18,8 @@ import tls from 'node:tls'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {parseRequestLog, REQUEST_LOG} from '../../src/lib/network/gateway/log.js'
 import {SECRETS_FILE, startGateway, type RunningGateway} from '../../src/lib/network/gateway/server.js'
-import {createCa, createMinter} from '../../src/lib/network/gateway/x509.js'
+import {createLeafMinter} from '../../src/lib/network/gateway/leaf.js'
+import {createCa} from '../../src/lib/network/gateway/x509.js'
 
 const API = 'api.test'
 const OTHER = 'other.test'
@@ -83,8 +84,8 @@ function startSite(cert: string, key: string): Promise<https.Server> {
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'gwproto-unit-'))
   const siteCa = await createCa('site CA')
-  const siteLeaf = await (await createMinter(siteCa)).leaf(API)
-  const other = await (await createMinter(siteCa)).leaf(OTHER)
+  const siteLeaf = await createLeafMinter(siteCa).leaf(API)
+  const other = await createLeafMinter(siteCa).leaf(OTHER)
   site = await startSite(`${siteLeaf.cert}`, siteLeaf.key)
   // The other name on the same port: its own certificate by SNI.
   site.addContext(OTHER, {cert: other.cert, key: other.key})

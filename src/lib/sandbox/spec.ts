@@ -559,7 +559,7 @@ export function buildGatewaySpec(ws: Workspace, sandbox: SandboxSpec, options: {
     pids: 256,
     // The program as the command: `docker run --entrypoint` takes one word (show-run prints this).
     entrypoint: ['/usr/bin/node'],
-    cmd: [GATEWAY_DEFAULTS.program],
+    cmd: [...GATEWAY_DEFAULTS.nodeFlags, GATEWAY_DEFAULTS.program],
   })
 }
 
