@@ -317,7 +317,7 @@ export async function startGateway(config: GatewayConfig): Promise<RunningGatewa
     const authority = headers[':authority'] ?? headers.host
     const answer = (status: number, why: string) => {
       const body = `agent-sandbox gateway: ${why}\n`
-      if (stream.headersSent || stream.destroyed) return void stream.destroy()
+      if (stream.headersSent || stream.destroyed || stream.closed) return void stream.destroy()
       stream.respond({':status': status, 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(body), 'x-agent-sandbox': 'blocked'})
       stream.end(body)
     }
@@ -348,8 +348,16 @@ export async function startGateway(config: GatewayConfig): Promise<RunningGatewa
         upstream.on('response', (up) => {
           const out: Http2.OutgoingHttpHeaders = {':status': up.statusCode ?? 502}
           for (const [k, v] of Object.entries(up.headers)) if (v !== undefined && !HOP_BY_HOP.has(k)) out[k] = v
-          if (stream.destroyed) return void up.destroy()
-          stream.respond(out)
+          if (stream.destroyed || stream.closed) return void up.destroy()
+          try {
+            stream.respond(out)
+          } catch (e) {
+            // A header HTTP/2 refuses (node throws on what it cannot send): this request fails, the gateway goes on.
+            up.destroy()
+            stream.destroy()
+            record({method, host, path, status: 502, bytes, decision: 'allowed', rule: `${rule}; response not sendable over HTTP/2: ${errCode(e)}`})
+            return
+          }
           up.on('data', (c: Buffer) => (bytes += c.length))
           // A HEAD, 204 or 304 ends the stream with its headers (node does): nothing to pipe.
           if (stream.writableEnded) up.resume()
