@@ -7,7 +7,12 @@
 # tmpfs that only root can write and that is empty after every restart.
 # Exits 125 if set-up failed or did not finish within AGENT_SANDBOX_READY_TIMEOUT
 # seconds, or if mount-watch found a protected path unmounted (the file
-# compromised: the sandbox must be restarted to get its read-only mounts back).
+# compromised: the sandbox must be restarted to get its read-only mounts back),
+# or, when the caller asks with AGENT_SANDBOX_CHECK_GATEWAY=PORT (the CLI's exec
+# and shell do), if the sandbox has an egress gateway and nothing of the
+# gateway's uid listens on 127.0.0.1:PORT in its network namespace: the gateway
+# is missing, stopped, or was left in the namespace of an earlier start (a
+# `docker restart` of the sandbox), so the CLI makes it anew and runs CMD then.
 set -euo pipefail
 
 state="${AGENT_SANDBOX_STATE_DIR:-/run/agent-sandbox}"
@@ -31,6 +36,23 @@ if [ ! -e "$state/ready" ]; then
     [ "$SECONDS" -lt "$deadline" ] || abort "sandbox not ready after ${timeout}s (see: docker logs)"
     sleep 0.02
   done
+fi
+# Builtins only (the check runs before every exec): the LISTEN socket in /proc/net/tcp, owned by the gateway's uid.
+gateway_listens() {
+  local port local_address state uid
+  printf -v port '0100007F:%04X' "$1"
+  while read -r _ local_address _ state _ _ _ uid _; do
+    [ "$local_address" = "$port" ] && [ "$state" = 0A ] && [ "$uid" = "$AGENT_SANDBOX_GATEWAY_UID" ] && return 0
+  done < "${AGENT_SANDBOX_PROC_NET_TCP:-/proc/net/tcp}"
+  return 1
+}
+if [ -n "${AGENT_SANDBOX_CHECK_GATEWAY:-}" ]; then
+  check_port="$AGENT_SANDBOX_CHECK_GATEWAY"
+  unset AGENT_SANDBOX_CHECK_GATEWAY
+  if [ -n "${AGENT_SANDBOX_GATEWAY_UID:-}" ] && ! gateway_listens "$check_port"; then
+    [ "${AGENT_SANDBOX_QUIET_REFUSAL:-}" != compromised ] || exit 125
+    abort "refused: the egress gateway does not serve this sandbox (no web access); agent-sandbox exec or start makes it anew"
+  fi
 fi
 unset AGENT_SANDBOX_QUIET_REFUSAL
 # Bind mode: the agent's git directory follows the host's branches when the
