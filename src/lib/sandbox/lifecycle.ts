@@ -394,7 +394,12 @@ export async function ensureGateway(ctx: Context, ws: Workspace, sandbox: Contai
   if (!sandbox.env.some((e) => e.startsWith('AGENT_SANDBOX_GATEWAY_UID=')) || (await gatewayServes(ctx, sandbox))) return false
   const prepared = await prepareSandbox(ws, {...options, ...(await engineTraits(ctx))}, ctx.env)
   if (!prepared.gateway) return false
-  ;(ctx.reporter ?? silentReporter).info(`the egress gateway of ${sandbox.name} did not serve it (stopped, missing, or left from before a restart): making it anew`)
+  const reporter = ctx.reporter ?? silentReporter
+  reporter.info(`the egress gateway of ${sandbox.name} did not serve it (stopped, missing, or left from before a restart): making it anew`)
+  // Made from this command's settings and environment: without a masked secret's variable, the new gateway would not know it.
+  if (sandbox.labels[Labels.spec] !== prepared.spec.labels[Labels.spec]) {
+    reporter.warn(`the settings or secretEnv variables differ from those ${sandbox.name} was started with: its new gateway follows the current ones; restart the sandbox (agent-sandbox stop, then start) to bring both in line`)
+  }
   await startGateway(ctx, prepared.gateway, prepared.gatewaySecrets)
   // Domains added live since the sandbox started (firewall allow) are in its firewall's allowlist only.
   const saved = await ctx.engine.containers.exec(sandbox.id, ['cat', `${STATE_DIR}/allowlist`])
