@@ -223,32 +223,33 @@ agent-git: it broke'
   [ ! -s "$STUB_LOG" ] || fail "the sync ran as root: $(cat "$STUB_LOG")"
 }
 
-# proc_tcp LINE...: a /proc/net/tcp with a header and these socket lines.
-proc_tcp() {
-  export AGENT_SANDBOX_PROC_NET_TCP="$TEST_TMP/tcp"
-  printf '  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n' > "$AGENT_SANDBOX_PROC_NET_TCP"
-  printf '%s\n' "$@" >> "$AGENT_SANDBOX_PROC_NET_TCP"
+# listen PORT: a TCP listener on 127.0.0.1:PORT (the gateway's stand-in) until teardown; its pid in $LISTENER.
+listen() {
+  node -e "require('net').createServer((s) => s.destroy()).listen($1, '127.0.0.1', () => console.log('up'))" > "$TEST_TMP/listener.out" &
+  LISTENER=$!
+  for _ in $(seq 100); do grep -q up "$TEST_TMP/listener.out" 2> /dev/null && return 0; sleep 0.05; done
+  return 1
 }
-LISTEN_19443='   1: 0100007F:4BF3 00000000:0000 0A 00000000:00000000 00:00000000 00000000 65532        0 4242 1 0000000000000000 100 0 0 10 0'
+free_port() { node -e "const s = require('net').createServer().listen(0, '127.0.0.1', () => { console.log(s.address().port); s.close() })"; }
 
-@test "gateway check: runs the command when the gateway's uid listens on the port (the control)" {
+@test "gateway check: runs the command when the gateway's port listens (the control)" {
   : > "$AGENT_SANDBOX_STATE_DIR/ready"
-  proc_tcp '   0: 0100007F:0035 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 11 1 0000000000000000 100 0 0 10 0' "$LISTEN_19443"
-  AGENT_SANDBOX_GATEWAY_UID=65532 AGENT_SANDBOX_CHECK_GATEWAY=19443 run "$SCRIPT" bash -c 'echo "ran ${AGENT_SANDBOX_CHECK_GATEWAY-unset}"'
+  port=$(free_port)
+  listen "$port"
+  AGENT_SANDBOX_GATEWAY_UID=65532 AGENT_SANDBOX_CHECK_GATEWAY=$port run "$SCRIPT" bash -c 'echo "ran ${AGENT_SANDBOX_CHECK_GATEWAY-unset}"'
+  kill "$LISTENER"
   assert_success
   assert_output 'ran unset'
 }
 
-@test "gateway check: refuses (125, nothing run) when nothing listens, or another uid does; quietly for the CLI" {
+@test "gateway check: refuses (125, nothing run) when nothing listens; quietly for the CLI" {
   : > "$AGENT_SANDBOX_STATE_DIR/ready"
-  proc_tcp '   0: 0100007F:0035 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 11 1 0000000000000000 100 0 0 10 0'
-  AGENT_SANDBOX_GATEWAY_UID=65532 AGENT_SANDBOX_CHECK_GATEWAY=19443 run "$SCRIPT" touch "$TEST_TMP/ran"
+  port=$(free_port)
+  AGENT_SANDBOX_GATEWAY_UID=65532 AGENT_SANDBOX_CHECK_GATEWAY=$port run "$SCRIPT" touch "$TEST_TMP/ran"
   assert_equal "$status" 125
   assert_output --partial 'the egress gateway does not serve this sandbox'
   [ ! -e "$TEST_TMP/ran" ]
-  # the agent's own listener on the port does not pass for the gateway
-  proc_tcp "${LISTEN_19443/ 65532 / 1000 }"
-  AGENT_SANDBOX_GATEWAY_UID=65532 AGENT_SANDBOX_CHECK_GATEWAY=19443 AGENT_SANDBOX_QUIET_REFUSAL=compromised run "$SCRIPT" touch "$TEST_TMP/ran"
+  AGENT_SANDBOX_GATEWAY_UID=65532 AGENT_SANDBOX_CHECK_GATEWAY=$port AGENT_SANDBOX_QUIET_REFUSAL=compromised run "$SCRIPT" touch "$TEST_TMP/ran"
   assert_equal "$status" 125
   assert_output ''
   [ ! -e "$TEST_TMP/ran" ]
@@ -256,9 +257,9 @@ LISTEN_19443='   1: 0100007F:4BF3 00000000:0000 0A 00000000:00000000 00:00000000
 
 @test "gateway check: not asked, or a sandbox without a gateway: the command runs" {
   : > "$AGENT_SANDBOX_STATE_DIR/ready"
-  proc_tcp
+  port=$(free_port)
   AGENT_SANDBOX_GATEWAY_UID=65532 run "$SCRIPT" echo ran
   assert_output 'ran'
-  AGENT_SANDBOX_CHECK_GATEWAY=19443 run "$SCRIPT" echo ran
+  AGENT_SANDBOX_CHECK_GATEWAY=$port run "$SCRIPT" echo ran
   assert_output 'ran'
 }
