@@ -260,11 +260,24 @@ describe('GitHub App credentials', () => {
     }
   })
 
+  it('start refuses a git URL the gateway cannot put the token in (not HTTPS on 443), before minting or creating anything', async () => {
+    const before = (await fakeApi('/_fake/stats')).minted
+    const r = await sandboxCli(['start', ws], {AGENT_SANDBOX_GITHUB_GIT_URL: `http://${FAKE}:8080`})
+    expect(r.exitCode).toBe(2)
+    expect(r.stderr.trim().split('\n').pop()).toBe(
+      `agent-sandbox: error: github.gitUrl http://${FAKE}:8080 is not HTTPS on port 443: the egress gateway, which alone holds the GitHub App token, cannot put it in requests there (hint: set github.gitUrl (or AGENT_SANDBOX_GITHUB_GIT_URL) to an https:// URL on the default port; see docs/github-app.md)`,
+    )
+    expect((await fakeApi('/_fake/stats')).minted).toBe(before)
+    expect((await docker('ps', '-aq', '--filter', `label=dev.agent-sandbox.workspace=${ws}`)).stdout.trim()).toBe('')
+  })
+
   it('start mints a token, keeps it on the host and mounts only a surrogate read-only; git inside pushes through askpass and the stand-in gets the token', async () => {
     const r = await sandboxCli(['start', ws, '--json'])
     expect(r.exitCode, r.stderr).toBe(0)
     name = JSON.parse(r.stdout).name
     tokenDir = join(runtimeDir, 'agent-sandbox', name)
+    // The control for the refusal above: the same filter finds what start made.
+    expect((await docker('ps', '-aq', '--filter', `label=dev.agent-sandbox.workspace=${ws}`)).stdout.trim()).not.toBe('')
     for (const [path, mode] of [
       [tokenDir, 0o700],
       [join(tokenDir, 'token'), 0o600],
