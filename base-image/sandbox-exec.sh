@@ -7,7 +7,12 @@
 # tmpfs that only root can write and that is empty after every restart.
 # Exits 125 if set-up failed or did not finish within AGENT_SANDBOX_READY_TIMEOUT
 # seconds, or if mount-watch found a protected path unmounted (the file
-# compromised: the sandbox must be restarted to get its read-only mounts back).
+# compromised: the sandbox must be restarted to get its read-only mounts back),
+# or, when the caller asks with AGENT_SANDBOX_CHECK_GATEWAY=PORT (the CLI's exec
+# and shell do), if the sandbox has an egress gateway and nothing listens on
+# 127.0.0.1:PORT in its network namespace: the gateway
+# is missing, stopped, or was left in the namespace of an earlier start (a
+# `docker restart` of the sandbox), so the CLI makes it anew and runs CMD then.
 set -euo pipefail
 
 state="${AGENT_SANDBOX_STATE_DIR:-/run/agent-sandbox}"
@@ -31,6 +36,23 @@ if [ ! -e "$state/ready" ]; then
     [ "$SECONDS" -lt "$deadline" ] || abort "sandbox not ready after ${timeout}s (see: docker logs)"
     sleep 0.02
   done
+fi
+# Builtins only (the check runs before every exec): a connect to the gateway's
+# port through bash's /dev/tcp, about 0.1 ms (reading /proc/net/tcp costs
+# milliseconds: the kernel walks its whole socket table). The gateway closes
+# the silent connection without logging it.
+gateway_listens() {
+  local fd
+  { exec {fd}<> "/dev/tcp/127.0.0.1/$1"; } 2> /dev/null || return 1
+  exec {fd}>&-
+}
+if [ -n "${AGENT_SANDBOX_CHECK_GATEWAY:-}" ]; then
+  check_port="$AGENT_SANDBOX_CHECK_GATEWAY"
+  unset AGENT_SANDBOX_CHECK_GATEWAY
+  if [ -n "${AGENT_SANDBOX_GATEWAY_UID:-}" ] && ! gateway_listens "$check_port"; then
+    [ "${AGENT_SANDBOX_QUIET_REFUSAL:-}" != compromised ] || exit 125
+    abort "refused: the egress gateway does not serve this sandbox (no web access); agent-sandbox exec or start makes it anew"
+  fi
 fi
 unset AGENT_SANDBOX_QUIET_REFUSAL
 # Bind mode: the agent's git directory follows the host's branches when the

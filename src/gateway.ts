@@ -3,17 +3,21 @@
  * installed in the base image): `node egress-gateway.cjs` serves; it runs in
  * its own container in the sandbox's network namespace (spec.ts
  * buildGatewaySpec). `node egress-gateway.cjs --allow DOMAIN...` adds domains to
- * the running gateway's allowlist (firewall allow); `--secrets` takes its CA
- * and masked secrets on stdin, and `--secret NAME` a new value for one of them
- * (a renewed GitHub App token), which the running gateway reads at its next
- * request. Messages go to stderr as
+ * the running gateway's allowlist, `--rule JSON` an httpRule (firewall allow),
+ * and `--describe` prints the rules in force and the masked secrets' names and
+ * hosts (never their values; doctor); `--secrets` takes its CA and masked
+ * secrets on stdin, and `--secret NAME` a new value for one of them (a renewed
+ * GitHub App token), which the running gateway reads at its next request.
+ * These run over an exec into the gateway container: its tmpfs is out of the
+ * sandbox's reach. Messages go to stderr as
  * `egress-gateway: ...`, which `start` reports if the gateway does not come up.
  */
 import {appendFileSync, existsSync, readFileSync, renameSync, writeFileSync} from 'node:fs'
 import {rootCertificates} from 'node:tls'
 import {join} from 'node:path'
 import {SECRETS_FILE, startGateway, type GatewaySecrets} from './lib/network/gateway/server.js'
-import type {HttpRule} from './lib/network/gateway/rules.js'
+import {isHttpRule, parseRuleLines, type HttpRule} from './lib/network/gateway/rules.js'
+import {LIVE_ALLOWLIST, LIVE_RULES} from './lib/network/gateway/live.js'
 import {GATEWAY_DEFAULTS} from './lib/network/gateway/ports.js'
 import {parseDomainEnv} from './lib/network/gateway/policy.js'
 
@@ -27,11 +31,26 @@ function ports(): [number, number] {
   return [h, t]
 }
 
+const configRules = () => JSON.parse(env.AGENT_SANDBOX_GATEWAY_RULES || '[]') as HttpRule[]
+
 async function main(argv: string[]): Promise<void> {
   if (argv[0] === '--allow') {
     const domains = argv.slice(1).map((d) => d.toLowerCase()).filter((d) => /^(\*\.)?[a-z0-9_]([a-z0-9_.-]*[a-z0-9_])?$/.test(d))
     if (domains.length !== argv.length - 1) throw new Error(`not a domain: ${argv.slice(1).join(' ')}`)
-    appendFileSync(join(stateDir, 'allowlist'), `${domains.join('\n')}\n`, {mode: 0o600})
+    appendFileSync(join(stateDir, LIVE_ALLOWLIST), `${domains.join('\n')}\n`, {mode: 0o600})
+    return
+  }
+  if (argv[0] === '--rule') {
+    const rule = JSON.parse(argv[1] ?? 'null') as unknown
+    if (argv.length !== 2 || !isHttpRule(rule)) throw new Error(`not an httpRule: ${argv.slice(1).join(' ')}`)
+    appendFileSync(join(stateDir, LIVE_RULES), `${JSON.stringify(rule)}\n`, {mode: 0o600})
+    return
+  }
+  if (argv[0] === '--describe') {
+    const live = existsSync(join(stateDir, LIVE_RULES)) ? parseRuleLines(readFileSync(join(stateDir, LIVE_RULES), 'utf8')) : []
+    const file = join(stateDir, SECRETS_FILE)
+    const secrets = existsSync(file) ? ((JSON.parse(readFileSync(file, 'utf8')) as GatewaySecrets).secrets ?? []) : []
+    process.stdout.write(`${JSON.stringify({rules: [...configRules(), ...live], live, masked: secrets.map((s) => ({name: s.name, hosts: s.hosts}))})}\n`)
     return
   }
   // From the CLI over this exec's stdin: never an argument, an env variable or a file outside this tmpfs.
@@ -69,7 +88,7 @@ async function main(argv: string[]): Promise<void> {
     upstreamHttpPort: Number(env.AGENT_SANDBOX_GATEWAY_UPSTREAM_HTTP ?? 80),
     upstreamTlsPort: Number(env.AGENT_SANDBOX_GATEWAY_UPSTREAM_TLS ?? 443),
     maxLogBytes: 8 * 1024 * 1024,
-    rules: JSON.parse(env.AGENT_SANDBOX_GATEWAY_RULES || '[]') as HttpRule[],
+    rules: configRules(),
     masked: (env.AGENT_SANDBOX_GATEWAY_MASKED ?? '').split(',').filter(Boolean),
     // Upstreams are verified against node's roots and the image's bundle (build-base --ca-cert, a workspace image's own CAs).
     upstreamCa: [...rootCertificates, ...(existsSync(bundle) ? [readFileSync(bundle, 'utf8')] : [])],

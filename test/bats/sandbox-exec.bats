@@ -222,3 +222,44 @@ agent-git: it broke'
   assert_success
   [ ! -s "$STUB_LOG" ] || fail "the sync ran as root: $(cat "$STUB_LOG")"
 }
+
+# listen PORT: a TCP listener on 127.0.0.1:PORT (the gateway's stand-in) until teardown; its pid in $LISTENER.
+listen() {
+  node -e "require('net').createServer((s) => s.destroy()).listen($1, '127.0.0.1', () => console.log('up'))" > "$TEST_TMP/listener.out" &
+  LISTENER=$!
+  for _ in $(seq 100); do grep -q up "$TEST_TMP/listener.out" 2> /dev/null && return 0; sleep 0.05; done
+  return 1
+}
+free_port() { node -e "const s = require('net').createServer().listen(0, '127.0.0.1', () => { console.log(s.address().port); s.close() })"; }
+
+@test "gateway check: runs the command when the gateway's port listens (the control)" {
+  : > "$AGENT_SANDBOX_STATE_DIR/ready"
+  port=$(free_port)
+  listen "$port"
+  AGENT_SANDBOX_GATEWAY_UID=65532 AGENT_SANDBOX_CHECK_GATEWAY=$port run "$SCRIPT" bash -c 'echo "ran ${AGENT_SANDBOX_CHECK_GATEWAY-unset}"'
+  kill "$LISTENER"
+  assert_success
+  assert_output 'ran unset'
+}
+
+@test "gateway check: refuses (125, nothing run) when nothing listens; quietly for the CLI" {
+  : > "$AGENT_SANDBOX_STATE_DIR/ready"
+  port=$(free_port)
+  AGENT_SANDBOX_GATEWAY_UID=65532 AGENT_SANDBOX_CHECK_GATEWAY=$port run "$SCRIPT" touch "$TEST_TMP/ran"
+  assert_equal "$status" 125
+  assert_output --partial 'the egress gateway does not serve this sandbox'
+  [ ! -e "$TEST_TMP/ran" ]
+  AGENT_SANDBOX_GATEWAY_UID=65532 AGENT_SANDBOX_CHECK_GATEWAY=$port AGENT_SANDBOX_QUIET_REFUSAL=compromised run "$SCRIPT" touch "$TEST_TMP/ran"
+  assert_equal "$status" 125
+  assert_output ''
+  [ ! -e "$TEST_TMP/ran" ]
+}
+
+@test "gateway check: not asked, or a sandbox without a gateway: the command runs" {
+  : > "$AGENT_SANDBOX_STATE_DIR/ready"
+  port=$(free_port)
+  AGENT_SANDBOX_GATEWAY_UID=65532 run "$SCRIPT" echo ran
+  assert_output 'ran'
+  AGENT_SANDBOX_CHECK_GATEWAY=$port run "$SCRIPT" echo ran
+  assert_output 'ran'
+}

@@ -195,7 +195,7 @@ describe('a network connected to a running sandbox (docker network connect)', ()
     must(await docker('restart', '-t', '1', sandbox), 'docker restart')
     expect(await resolvesTo(ws, allowed, ip.allowed)).toBe(ip.allowed)
     // The egress gateway served the namespace that went with the restart: web traffic stays
-    // refused (closed, never direct) until `start` makes the gateway anew (firewall.test.ts).
+    // refused (closed, never direct) until the CLI's next exec or `start` makes the gateway anew (gateway-ops.test.ts).
     must(await cli(['start', ws]), 'start after the restart')
     const curl = await sbx(ws, 'curl', '-sS', '--max-time', '10', `http://${allowed}/`)
     expect(curl.stdout, curl.stderr).toBe('hi from allowed')

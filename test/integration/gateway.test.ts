@@ -239,8 +239,9 @@ describe('the egress gateway of a firewalled sandbox', () => {
     expect(report.checks.find((c: any) => c.name === 'egress-gateway'), before.stdout).toMatchObject({status: 'pass'})
     const sandbox = report.container as string
     must(await docker('kill', `${sandbox}-gateway`), 'kill the gateway')
+    // straight through the engine: the CLI's exec would make the gateway anew first
     for (const url of [`http://${allowed}/`, `https://${allowed}/`]) {
-      const r = await curl(ws, '-k', url)
+      const r = await docker('exec', '-u', 'node', sandbox, '/usr/local/bin/sandbox-exec', 'curl', '-sS', '--max-time', '10', '-k', url)
       expect(r.exitCode, `${url}: ${r.stdout}`).toBe(7) // refused at once, never a direct connection
       expect(r.stdout).not.toContain('hi from')
     }

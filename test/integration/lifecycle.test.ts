@@ -151,13 +151,24 @@ describe('start and exec', () => {
     expect(existsSync(join(ws, '.agent-sandbox'))).toBe(true)
   })
 
-  it('stop keeps the container and its volumes; exec starts it again', async () => {
+  it('stop keeps the container and its volumes, its gate and gateway end with it; exec starts all three again', async () => {
+    const sidecars = [`${name}-gate`, `${name}-gateway`]
+    for (const s of sidecars) expect((await inspect(s)).State.Running, s).toBe(true)
     const stop = await cli(['stop', ws])
     expect(stop.exitCode).toBe(0)
     expect((await inspect(name)).State.Running).toBe(false)
+    // stop signals the sidecars and returns: they end within moments, never lingering in a namespace with no network.
+    const deadline = Date.now() + 10_000
+    let running = sidecars
+    while (running.length && Date.now() < deadline) {
+      running = (await Promise.all(sidecars.map(async (s) => ((await inspect(s))?.State.Running ? s : undefined)))).filter((s) => s !== undefined)
+      if (running.length) await new Promise((r) => setTimeout(r, 100))
+    }
+    expect(running).toEqual([])
     const r = await sbx(ws, 'cat', 'written-inside.txt')
     expect(r.exitCode).toBe(0)
     expect((await inspect(name)).State.Running).toBe(true)
+    for (const s of sidecars) expect((await inspect(s)).State.Running, s).toBe(true)
   })
 })
 

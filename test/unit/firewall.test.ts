@@ -3,7 +3,7 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {afterEach, beforeEach, describe, expect, it, vi} from 'vitest'
 import type {Engine, ExecResult} from '../../src/lib/engine/index.js'
-import {checkRules, formatDoctor, parseDoctorOutput} from '../../src/lib/sandbox/doctor.js'
+import {checkRules, formatDoctor, parseDoctorOutput, planGatewayProbes} from '../../src/lib/sandbox/doctor.js'
 import {
   allowDomains,
   formatStatus,
@@ -212,6 +212,35 @@ describe('parseDoctorOutput / formatDoctor', () => {
   })
 })
 
+describe('planGatewayProbes (doctor)', () => {
+  const allowlist = ['github.com', 'registry.npmjs.org', 'api.test', 'plain.test', '*.wild.test']
+  const npm = {host: 'registry.npmjs.org', methods: ['GET', 'HEAD']}
+
+  it('sends a surrogate to an allowlisted name the secret is not declared for, the sandbox\'s own names first', () => {
+    const probes = planGatewayProbes({rules: [npm], masked: [{name: 'TOKEN', hosts: ['api.test']}]}, allowlist, ['api.test', 'plain.test'])
+    expect(probes.secret).toEqual({name: 'TOKEN', host: 'plain.test'})
+    expect(planGatewayProbes({rules: [], masked: [{name: 'TOKEN', hosts: ['api.test', 'plain.test', 'github.com', 'registry.npmjs.org']}]}, allowlist, []).secret).toEqual({name: 'TOKEN', host: 'wild.test'})
+  })
+
+  it('sends a blocked method to a restricted host, the last-merged rules first, past a host whose rules admit every method', () => {
+    const rules = [npm, {host: 'api.test', methods: ['GET'], paths: ['/pub/*']}, {host: 'api.test', paths: ['/priv/*']}, {host: 'plain.test', methods: ['GET', 'DELETE']}]
+    // api.test has a rule without methods: every method passes somewhere, so no method probe there
+    expect(planGatewayProbes({rules, masked: []}, allowlist, []).method).toEqual({host: 'plain.test', method: 'PUT'})
+    expect(planGatewayProbes({rules: [npm, {host: 'api.test', methods: ['GET']}], masked: []}, allowlist, []).method).toEqual({host: 'api.test', method: 'DELETE'})
+    expect(planGatewayProbes({rules: [npm, {host: 'off.list', methods: ['GET']}], masked: []}, allowlist, []).method).toEqual({host: 'registry.npmjs.org', method: 'DELETE'})
+  })
+
+  it('skips with the reason when nothing applies', () => {
+    expect(planGatewayProbes({rules: [], masked: []}, allowlist, [])).toEqual({
+      secret: {skip: 'no masked secretEnv in this sandbox'},
+      method: {skip: 'no httpRules restrict the methods of an allowlisted host'},
+    })
+    expect(planGatewayProbes({rules: [{host: 'registry.npmjs.org', paths: ['/x']}], masked: [{name: 'T', hosts: ['*.com', '*.org', '*.test', 'wild.test', 'api.test', 'plain.test']}]}, allowlist, []).secret).toEqual({
+      skip: 'every allowlisted name is declared for T',
+    })
+  })
+})
+
 describe('validateDomains', () => {
   it('accepts names and *.names, lower-cased and de-duplicated', () => {
     expect(validateDomains(['API.Example.com', '*.example.org', 'api.example.com', 'localhost'])).toEqual(['api.example.com', '*.example.org', 'localhost'])
@@ -277,7 +306,7 @@ describe('allowDomains', () => {
 
   it('--save appends new domains, keeps the other fields and the mode, as 2-space JSON, atomically', async () => {
     const result = await allowDomains({engine}, ws, ['pypi.org', 'GitHub.com'], {save: true})
-    expect(result.saved).toEqual({path: configPath(), added: ['pypi.org']})
+    expect(result.saved).toMatchObject({path: configPath(), added: ['pypi.org'], rules: []})
     expect(readFileSync(configPath(), 'utf8')).toBe(
       `${JSON.stringify({network: 'firewall', allowDomains: ['github.com', 'pypi.org'], env: {A: '1'}}, null, 2)}\n`,
     )
@@ -327,5 +356,74 @@ describe('allowDomains', () => {
     inspect.mockResolvedValue({id: 'id1', running: true, status: 'running', labels: {'dev.agent-sandbox.network': 'open'}})
     await expect(allowDomains({engine}, ws, ['pypi.org'])).rejects.toThrow(/network mode "open": there is no firewall allowlist/)
     expect(exec).not.toHaveBeenCalled()
+  })
+
+  describe('with --methods / --paths (an httpRule)', () => {
+    const gateway = (rules: unknown[]) =>
+      exec.mockImplementation(async (_id: string, cmd: string[]): Promise<ExecResult> => {
+        if (cmd.includes('--describe')) return {exitCode: 0, stdout: JSON.stringify({rules, live: [], masked: []}), stderr: ''}
+        if (cmd.includes('--rule')) return {exitCode: 0, stdout: '', stderr: ''}
+        return {exitCode: 0, stdout: 'firewall-allow: registry.npmjs.org is already allowed\nfirewall-allow: added new.example\n', stderr: ''}
+      })
+    const env = (state: string) => ({...process.env, XDG_STATE_HOME: state, XDG_CONFIG_HOME: join(state, 'cfg')})
+    beforeEach(() => {
+      inspect.mockImplementation(async (name: string) =>
+        containerInfo({name, id: 'id1', running: true, status: 'running', labels: {[Labels.network]: 'firewall'}, env: ['AGENT_SANDBOX_GATEWAY_UID=65532'], startedAt: '2026-01-01T00:00:00Z'}),
+      )
+    })
+
+    it('adds the rule beside the rules that restrict the host, live, over an exec into the gateway, and keeps it on the host for a gateway made anew', async () => {
+      gateway([{host: 'registry.npmjs.org', methods: ['GET', 'HEAD']}])
+      const state = mkdtempSync(join(tmpdir(), 'fw-state-'))
+      const result = await allowDomains({engine, env: env(state)}, ws, ['registry.npmjs.org'], {rule: {methods: 'get,HEAD,PUT', paths: '/@myorg/*'}})
+      const rule = {host: 'registry.npmjs.org', methods: ['GET', 'HEAD', 'PUT'], paths: ['/@myorg/*']}
+      expect(result.rules).toEqual([{rule, action: 'added'}])
+      expect(exec).toHaveBeenCalledWith(`${Names.container(ws)}-gateway`, ['/usr/bin/node', '/usr/local/lib/agent-sandbox/egress-gateway.cjs', '--rule', JSON.stringify(rule)])
+      const kept = JSON.parse(readFileSync(join(state, 'agent-sandbox', 'gateway-ca', Names.container(ws), 'live-rules.json'), 'utf8'))
+      expect(kept).toEqual({startedAt: '2026-01-01T00:00:00Z', rules: [rule]})
+      rmSync(state, {recursive: true, force: true})
+    })
+
+    it('a host already allowed without rules keeps every method and path (the rule would narrow it); a newly allowed one gets it', async () => {
+      gateway([])
+      const state = mkdtempSync(join(tmpdir(), 'fw-state-'))
+      const result = await allowDomains({engine, env: env(state)}, ws, ['registry.npmjs.org', 'new.example'], {rule: {methods: 'GET'}})
+      expect(result.rules.map((o) => o.action)).toEqual(['unrestricted', 'added'])
+      expect(exec.mock.calls.filter(([, cmd]) => cmd.includes('--rule'))).toHaveLength(1)
+      rmSync(state, {recursive: true, force: true})
+    })
+
+    it('--save writes the host\'s rules in force below with the new one (a workspace host entry replaces the lower ones)', async () => {
+      gateway([{host: 'registry.npmjs.org', methods: ['GET', 'HEAD']}])
+      const state = mkdtempSync(join(tmpdir(), 'fw-state-'))
+      const result = await allowDomains({engine, env: env(state)}, ws, ['registry.npmjs.org'], {save: true, rule: {methods: 'PUT', paths: '/@myorg/*'}})
+      expect(JSON.parse(readFileSync(configPath(), 'utf8')).httpRules).toEqual([
+        {host: 'registry.npmjs.org', methods: ['GET', 'HEAD']},
+        {host: 'registry.npmjs.org', methods: ['PUT'], paths: ['/@myorg/*']},
+      ])
+      // loosening a restricted host widens: an untrusted file must be approved first
+      expect(result.saved).toMatchObject({rules: [{host: 'registry.npmjs.org', methods: ['PUT'], paths: ['/@myorg/*']}], needsTrust: true})
+      rmSync(state, {recursive: true, force: true})
+    })
+
+    it('bad methods or paths: one error naming each and the fix, before anything changes', async () => {
+      await expect(allowDomains({engine}, ws, ['a.example'], {rule: {methods: 'GET,G3T, PUT X'}})).rejects.toMatchObject({
+        message: '--methods: not an HTTP method: "G3T", "PUT X"',
+        hint: expect.stringContaining('--methods GET,HEAD,PUT'),
+      })
+      await expect(allowDomains({engine}, ws, ['a.example'], {rule: {paths: 'myorg/*,/ok/*,/a b'}})).rejects.toMatchObject({
+        message: '--paths: not a path pattern: "myorg/*", "/a b"',
+        hint: expect.stringContaining("--paths '/myorg/*'"),
+      })
+      await expect(allowDomains({engine}, ws, ['a.example'], {rule: {methods: ''}})).rejects.toThrow('--methods: not an HTTP method: ""')
+      expect(exec).not.toHaveBeenCalled()
+      expect(inspect).not.toHaveBeenCalled()
+    })
+
+    it('refuses rules for a sandbox made without a gateway', async () => {
+      inspect.mockResolvedValue(containerInfo({name: 'x', id: 'id1', running: true, status: 'running', labels: {[Labels.network]: 'firewall'}}))
+      await expect(allowDomains({engine}, ws, ['a.example'], {rule: {methods: 'GET'}})).rejects.toThrow(/has no egress gateway/)
+      expect(exec).not.toHaveBeenCalled()
+    })
   })
 })

@@ -3,7 +3,7 @@ import {once} from 'node:events'
 import type {AddressInfo} from 'node:net'
 import {connect, createServer} from 'node:tls'
 import {describe, expect, it} from 'vitest'
-import {checkRules, DEFAULT_HTTP_RULES, mergeHttpRules, normaliseRequestPath, rulesFor, rulesLoosen} from '../../src/lib/network/gateway/rules.js'
+import {checkRules, DEFAULT_HTTP_RULES, isHttpRule, layerWithRule, mergeHttpRules, normaliseRequestPath, parseRuleLines, planRuleAdd, rulesFor, rulesLoosen} from '../../src/lib/network/gateway/rules.js'
 import {makeSurrogate, swapSecrets, type MaskedSecret} from '../../src/lib/network/gateway/secrets.js'
 import {createCa, createMinter} from '../../src/lib/network/gateway/x509.js'
 
@@ -54,6 +54,37 @@ describe('httpRules', () => {
     expect(rulesLoosen(DEFAULT_HTTP_RULES, [{host: 'registry.npmjs.org'}])).toEqual(['registry.npmjs.org'])
     expect(rulesLoosen(DEFAULT_HTTP_RULES, [{host: 'registry.npmjs.org', methods: ['GET', 'HEAD', 'PUT']}])).toEqual(['registry.npmjs.org'])
     expect(rulesLoosen(DEFAULT_HTTP_RULES, [{host: 'Registry.npmjs.org', methods: ['HEAD', 'GET']}])).toEqual([])
+  })
+})
+
+describe('live httpRules (firewall allow --methods/--paths)', () => {
+  const put = {host: 'registry.npmjs.org', methods: ['PUT'], paths: ['/@myorg/*']}
+
+  it('adds beside the rules of a restricted host (the union admits both), never narrows an unrestricted one', () => {
+    expect(planRuleAdd(DEFAULT_HTTP_RULES, put, false)).toBe('add')
+    const after = [...DEFAULT_HTTP_RULES, put]
+    expect(checkRules('registry.npmjs.org', 'PUT', '/@myorg/pkg', after).allowed).toBe(true)
+    expect(checkRules('registry.npmjs.org', 'PUT', '/other', after).allowed).toBe(false)
+    expect(checkRules('registry.npmjs.org', 'GET', '/other', after).allowed).toBe(true)
+    expect(planRuleAdd(after, {...put, host: 'Registry.npmjs.org'}, false)).toBe('present')
+    expect(planRuleAdd(DEFAULT_HTTP_RULES, {host: 'github.com', methods: ['GET']}, false)).toBe('unrestricted')
+    expect(planRuleAdd(DEFAULT_HTTP_RULES, {host: 'new.example', methods: ['GET']}, true)).toBe('add')
+    // a wildcard rule restricts its subdomains: a rule for one of them is added beside it
+    expect(planRuleAdd([{host: '*.example.com', methods: ['GET']}], {host: 'api.example.com', methods: ['POST']}, false)).toBe('add')
+  })
+
+  it('writes a workspace layer that keeps what was in force below for the host, plus the rule', () => {
+    expect(layerWithRule([], DEFAULT_HTTP_RULES, put)).toEqual([...DEFAULT_HTTP_RULES, put])
+    expect(layerWithRule([{host: 'registry.npmjs.org', methods: ['GET']}], DEFAULT_HTTP_RULES, put)).toEqual([{host: 'registry.npmjs.org', methods: ['GET']}, put])
+    expect(layerWithRule([put], DEFAULT_HTTP_RULES, put)).toEqual([put])
+  })
+
+  it('the gateway takes only well-formed rules, one JSON line each; torn or bad lines are skipped', () => {
+    expect(isHttpRule(put)).toBe(true)
+    for (const bad of [{host: 'x.org'}, {host: 'x.org', methods: ['get']}, {host: 'x.org', paths: ['nope']}, {host: 'x.org', methods: []}, {host: 'a b', methods: ['GET']}, {host: 'x.org', methods: ['GET'], extra: 1}, null]) {
+      expect(isHttpRule(bad), JSON.stringify(bad)).toBe(false)
+    }
+    expect(parseRuleLines(`${JSON.stringify(put)}\n{"host":"x.org","methods":["get"]}\n{"host":"y.org","meth`)).toEqual([put])
   })
 })
 

@@ -13,7 +13,8 @@ export interface ContainerClient {
   start(id: string): Promise<void>
   /** Stop a container by name or id: what it was found to be, so that callers need no inspect first. */
   stop(nameOrId: string, timeoutSeconds?: number): Promise<'stopped' | 'not-running' | 'missing'>
-  kill(id: string): Promise<void>
+  /** SIGKILL (the engine waits for the exit) unless another signal is named (delivered, not waited for). */
+  kill(id: string, signal?: string): Promise<void>
   remove(id: string, options?: {force?: boolean}): Promise<void>
   wait(id: string): Promise<number>
   logs(id: string, tail?: number): Promise<string>
@@ -156,9 +157,9 @@ export class ApiContainers implements ContainerClient {
     }
   }
 
-  async kill(id: string): Promise<void> {
+  async kill(id: string, signal?: string): Promise<void> {
     try {
-      await this.api.json('POST', `/containers/${id}/kill`)
+      await this.api.json('POST', `/containers/${id}/kill`, signal ? {query: {signal}} : {})
     } catch (error) {
       const status = (error as {statusCode?: number}).statusCode
       if (status === 409 || status === 304 || isNotFound(error)) return

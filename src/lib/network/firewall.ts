@@ -7,8 +7,8 @@
 import {chmodSync, chownSync, existsSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync} from 'node:fs'
 import {dirname, join, resolve} from 'node:path'
 import {ConfigFileSchema, DomainSchema, type NetworkMode} from '../config/schema.js'
-import {parseConfigText, workspaceConfigPath} from '../config/load.js'
-import {carryConfigApproval} from '../config/trust.js'
+import {loadSettings, parseConfigText, readConfigFile, userConfigPath, workspaceConfigPath} from '../config/load.js'
+import {carryConfigApproval, configTrust, lowerSettings} from '../config/trust.js'
 import type {ContainerInfo} from '../engine/index.js'
 import {ConfigError, NotReadyError, SandboxError, throwIfAborted, UsageError} from '../errors.js'
 import type {Context} from '../context.js'
@@ -17,6 +17,10 @@ import {SANDBOX_EXEC} from '../sandbox/spec.js'
 import {Labels, Names, type Workspace} from '../workspace.js'
 import {formatRequest, parseRequestLog, REQUEST_LOG, type RequestLogEntry} from './gateway/log.js'
 import {GATEWAY_DEFAULTS} from './gateway/ports.js'
+import {isHttpRule, layerWithRule, planRuleAdd, type HttpRule} from './gateway/rules.js'
+import {allowlistMatch, parseDomainList} from './gateway/policy.js'
+import {recordLiveRule} from './gateway-ca.js'
+import {baseImageDir} from '../util/assets.js'
 
 const FIREWALL_STATUS = '/usr/local/bin/firewall-status'
 const FIREWALL_ALLOW = '/usr/local/sbin/firewall-allow'
@@ -30,13 +34,14 @@ export interface RunningSandbox {
   network: NetworkMode
   labels?: Record<string, string>
   env?: string[]
+  startedAt?: string
 }
 
 /** The workspace's sandbox if it is running, else why not. */
 async function findRunning(ctx: Context, ws: Workspace, branch?: string): Promise<RunningSandbox | SandboxError> {
   const name = Names.container(ws, branch)
   const info = await ctx.engine.containers.inspect(name)
-  if (info?.running) return {name, id: info.id, network: networkOf(info), labels: info.labels, env: info.env}
+  if (info?.running) return {name, id: info.id, network: networkOf(info), labels: info.labels, env: info.env, startedAt: info.startedAt}
   const branchArg = branch === undefined ? '' : ` --branch ${quoteArg(branch)}`
   return new SandboxError(`no running sandbox for ${ws.path}${branch === undefined ? '' : ` (branch ${branch})`}: ${info ? `${name} is ${info.status}` : `${name} does not exist`}`, {
     hint: `start it first: agent-sandbox start ${quoteArg(ws.path)}${branchArg}`,
@@ -265,36 +270,80 @@ export function splitDomainsAndPath(argv: string[], cwd = process.cwd()): {domai
   return {domains: argv.slice(0, -1), path: last}
 }
 
+/** What `--methods` and `--paths` ask for: comma-separated, as typed. */
+export interface RuleFlags {
+  methods?: string
+  paths?: string
+}
+
+const list = (text: string) => text.split(',').map((p) => p.trim())
+
+/** The httpRule `--methods`/`--paths` give each domain (none without them); every bad method or path is named. Pure. */
+export function rulesFromFlags(domains: string[], flags: RuleFlags): HttpRule[] {
+  if (flags.methods === undefined && flags.paths === undefined) return []
+  const methods = flags.methods === undefined ? undefined : list(flags.methods)
+  const paths = flags.paths === undefined ? undefined : list(flags.paths)
+  const badMethods = (methods ?? []).filter((m) => !/^[A-Za-z]+$/.test(m))
+  if (badMethods.length || methods?.length === 0) {
+    throw new UsageError(`--methods: not an HTTP method: ${badMethods.map((m) => JSON.stringify(m)).join(', ') || '(none given)'}`, {
+      hint: 'give methods as letters, comma-separated, e.g. --methods GET,HEAD,PUT',
+    })
+  }
+  const badPaths = (paths ?? []).filter((p) => !/^\/\S*$/.test(p))
+  if (badPaths.length || paths?.length === 0) {
+    throw new UsageError(`--paths: not a path pattern: ${badPaths.map((p) => JSON.stringify(p)).join(', ') || '(none given)'}`, {
+      hint: "start each pattern with / and leave out spaces, comma-separated, e.g. --paths '/myorg/*' (* matches any characters, / included; ? one)",
+    })
+  }
+  return domains.map((host) => ({host, ...(methods ? {methods: methods.map((m) => m.toUpperCase())} : {}), ...(paths ? {paths} : {})}))
+}
+
+export interface RuleOutcome {
+  rule: HttpRule
+  /** `added`; `present`: the same rule is in force; `unrestricted`: the host already allows every method and path (the rule would narrow it). */
+  action: 'added' | 'present' | 'unrestricted'
+}
+
 export interface AllowResult {
   container: string
   /** false: the sandbox was not running, so only the config was changed. */
   live: boolean
   added: string[]
   alreadyAllowed: string[]
-  saved?: {path: string; added: string[]}
+  /** httpRules (--methods, --paths), live or, for a stopped sandbox, as the config would have them. */
+  rules: RuleOutcome[]
+  saved?: {path: string; added: string[]; rules: HttpRule[]; needsTrust: boolean}
 }
 
 /**
  * Add domains to the running sandbox's allowlist (no restart) and, with `save`,
- * to the workspace's .agent-sandbox/config.json. Nothing is changed unless every
- * domain is valid, and the config is checked before the sandbox is touched.
+ * to the workspace's .agent-sandbox/config.json; with `rule` flags, an httpRule
+ * for each to the running gateway (and the file). Nothing is changed unless
+ * every domain and rule is valid, and the config is checked before the sandbox
+ * is touched.
  */
-export async function allowDomains(ctx: Context, ws: Workspace, domains: string[], options: {branch?: string; save?: boolean} = {}): Promise<AllowResult> {
+export async function allowDomains(ctx: Context, ws: Workspace, domains: string[], options: {branch?: string; save?: boolean; rule?: RuleFlags} = {}): Promise<AllowResult> {
   const valid = validateDomains(domains)
+  const rules = rulesFromFlags(valid, options.rule ?? {})
   const name = Names.container(ws, options.branch)
-  let planned: SavePlan | undefined
+  const path = workspaceConfigPath(ws.path)
   if (options.save) {
     requireInitialised(ws)
-    planned = planSave(workspaceConfigPath(ws.path), valid)
+    planSave(path, valid, rules, ctx.env) // a file that cannot take them fails here, before anything changes
   }
   const found = await findRunning(ctx, ws, options.branch)
-  if (found instanceof SandboxError && !planned) throw found
+  if (found instanceof SandboxError && !options.save) throw found
   const sandbox = found instanceof SandboxError ? undefined : found
-  const result: AllowResult = {container: name, live: false, added: [], alreadyAllowed: []}
+  const result: AllowResult = {container: name, live: false, added: [], alreadyAllowed: [], rules: []}
   if (sandbox) {
     if (sandbox.network !== 'firewall') {
       throw new SandboxError(`${sandbox.name} runs with network mode "${sandbox.network}": there is no firewall allowlist to add to`, {
         hint: `restart it with the firewall: agent-sandbox stop ${quoteArg(ws.path)} && agent-sandbox start ${quoteArg(ws.path)} --network firewall`,
+      })
+    }
+    if (rules.length && !hasGateway(sandbox)) {
+      throw new SandboxError(`${sandbox.name} has no egress gateway (made by an older agent-sandbox): httpRules cannot apply`, {
+        hint: `recreate it: agent-sandbox rm ${quoteArg(ws.path)} && agent-sandbox start ${quoteArg(ws.path)}`,
       })
     }
     const r = await ctx.engine.containers.exec(sandbox.id, [SANDBOX_EXEC, FIREWALL_ALLOW, ...valid], {user: 'root'})
@@ -312,13 +361,42 @@ export async function allowDomains(ctx: Context, ws: Workspace, domains: string[
       if (already) result.alreadyAllowed.push(already[1])
     }
     if (result.added.length && hasGateway(sandbox)) await gatewayAllow(ctx, sandbox.name, result.added)
+    if (rules.length) {
+      const inForce = (await describeGateway(ctx, sandbox.name)).rules
+      for (const rule of rules) {
+        const action = planRuleAdd(inForce, rule, result.added.includes(rule.host))
+        if (action === 'add') {
+          await gatewayAddRule(ctx, sandbox.name, rule)
+          if (sandbox.startedAt) recordLiveRule(sandbox.name, sandbox.startedAt, rule, ctx.env)
+          inForce.push(rule)
+        }
+        result.rules.push({rule, action: action === 'add' ? 'added' : action})
+      }
+    }
+  } else {
+    // Stopped: as the config would have them at the next start.
+    const {settings} = loadSettings({workspacePath: ws.path, env: ctx.env, untrusted: 'report'})
+    const allowed = [...parseDomainList(readFileSync(join(baseImageDir, 'default-domains.txt'), 'utf8')), ...settings.allowDomains]
+    for (const rule of rules) {
+      const action = planRuleAdd(settings.httpRules, rule, !allowlistMatch(rule.host.replace(/^\*\./, ''), allowed))
+      result.rules.push({rule, action: action === 'add' ? 'added' : action})
+    }
   }
-  if (planned) {
-    result.saved = writeSave(planned)
-    // The user added these domains themselves: a file they had approved stays approved.
-    if (planned.added.length) carryConfigApproval(ws.path, planned.before, planned.text, ctx.env)
+  if (options.save) {
+    const planned = planSave(path, valid, result.rules.filter((o) => o.action !== 'unrestricted').map((o) => o.rule), ctx.env)
+    const written = writeSave(planned)
+    // The user added these themselves: a file they had approved stays approved.
+    const changed = planned.added.length > 0 || planned.rules.length > 0
+    if (changed) carryConfigApproval(ws.path, planned.before, planned.text, ctx.env)
+    result.saved = {...written, rules: planned.rules, needsTrust: changed && needsTrust(ws.path, planned.text, ctx.env)}
   }
   return result
+}
+
+/** Whether the file as written widens the sandbox without the user's approval (it would be refused at the next start). */
+function needsTrust(workspacePath: string, text: string, env: NodeJS.ProcessEnv = process.env): boolean {
+  const layer = parseConfigText(text, workspaceConfigPath(workspacePath))
+  return configTrust(workspacePath, Buffer.from(text), layer, readConfigFile(userConfigPath(env)), env).refused.length > 0
 }
 
 interface SavePlan {
@@ -327,11 +405,13 @@ interface SavePlan {
   /** The file as it was, for carrying its approval over (config/trust.ts). */
   before?: string
   added: string[]
+  /** httpRules added to the file. */
+  rules: HttpRule[]
   existed: boolean
 }
 
 /** Read and validate the workspace config, and compute its new text. Writes nothing. */
-function planSave(path: string, domains: string[]): SavePlan {
+function planSave(path: string, domains: string[], rules: HttpRule[], env: NodeJS.ProcessEnv = process.env): SavePlan {
   let text: string | undefined
   try {
     text = readFileSync(path, 'utf8')
@@ -343,17 +423,23 @@ function planSave(path: string, domains: string[]): SavePlan {
   const current = Array.isArray(json.allowDomains) ? (json.allowDomains as string[]) : []
   const have = new Set(current.map((d) => d.toLowerCase()))
   const added = domains.filter((d) => !have.has(d))
-  const next = added.length ? {...json, allowDomains: [...current, ...added]} : json
+  let next = added.length ? {...json, allowDomains: [...current, ...added]} : json
+  // A host the file names gets the file's rules only (per host, a higher layer replaces): start from what is in force below.
+  const fileRules = Array.isArray(json.httpRules) ? (json.httpRules as unknown[]).filter(isHttpRule) : []
+  const lower = rules.length ? lowerSettings(readConfigFile(userConfigPath(env))).httpRules : []
+  const httpRules = rules.reduce<HttpRule[]>((layer, rule) => layerWithRule(layer, lower, rule), fileRules)
+  const newRules = rules.filter((r) => !fileRules.some((f) => JSON.stringify(f) === JSON.stringify(r)))
+  if (newRules.length) next = {...next, httpRules}
   const checked = ConfigFileSchema.safeParse(next)
   if (!checked.success) {
-    throw new ConfigError(`${path}: adding ${added.join(', ')} would make it invalid: ${checked.error.issues[0]?.message}`, {hint: 'fix the file by hand'})
+    throw new ConfigError(`${path}: adding ${[...added, ...newRules.map((r) => r.host)].join(', ')} would make it invalid: ${checked.error.issues[0]?.message}`, {hint: 'fix the file by hand'})
   }
-  return {path, text: `${JSON.stringify(next, null, 2)}\n`, before: text, added, existed: text !== undefined}
+  return {path, text: `${JSON.stringify(next, null, 2)}\n`, before: text, added, rules: newRules, existed: text !== undefined}
 }
 
 /** Replace the config file atomically (temp file + rename), keeping its owner and mode. */
 function writeSave(plan: SavePlan): {path: string; added: string[]} {
-  if (plan.added.length === 0) return {path: plan.path, added: []}
+  if (plan.added.length === 0 && plan.rules.length === 0) return {path: plan.path, added: []}
   const dir = dirname(plan.path)
   const owner = statSync(plan.existed ? plan.path : dir)
   const mode = plan.existed ? owner.mode & 0o777 : 0o644
@@ -383,6 +469,37 @@ export async function gatewayAllow(ctx: Context, sandboxName: string, domains: s
       hint: 'web requests to them are refused until the gateway is restarted: agent-sandbox start',
     })
   }
+}
+
+/** An httpRule for the running gateway (gateway.ts --rule): in force for the next request, no restart. */
+export async function gatewayAddRule(ctx: Context, sandboxName: string, rule: HttpRule): Promise<void> {
+  const name = Names.gateway(sandboxName)
+  const r = await ctx.engine.containers.exec(name, ['/usr/bin/node', GATEWAY_DEFAULTS.program, '--rule', JSON.stringify(rule)]).catch((error: unknown) => ({exitCode: -1, stdout: '', stderr: String(error)}))
+  if (r.exitCode !== 0) {
+    throw new SandboxError(`the egress gateway ${name} could not take the rule for ${rule.host} (exit ${r.exitCode}): ${lastLine(r.stderr) || 'no message'}`, {
+      hint: 'check that it runs (agent-sandbox firewall status); agent-sandbox start makes it anew',
+    })
+  }
+}
+
+/** What the running gateway has in force: its rules (configured and live) and the masked secrets' names and hosts (never values). */
+export interface GatewayDescription {
+  rules: HttpRule[]
+  live: HttpRule[]
+  masked: Array<{name: string; hosts: string[]}>
+}
+
+export async function describeGateway(ctx: Context, sandboxName: string): Promise<GatewayDescription> {
+  const name = Names.gateway(sandboxName)
+  const r = await ctx.engine.containers.exec(name, ['/usr/bin/node', GATEWAY_DEFAULTS.program, '--describe']).catch((error: unknown) => ({exitCode: -1, stdout: '', stderr: String(error)}))
+  try {
+    if (r.exitCode === 0) return JSON.parse(r.stdout) as GatewayDescription
+  } catch {
+    // reported below
+  }
+  throw new NotReadyError(`cannot read the rules of the egress gateway ${name} (exit ${r.exitCode}): ${lastLine(r.stderr) || lastLine(r.stdout) || 'no message'}`, {
+    hint: 'its image may predate live rules, or it is not running: agent-sandbox start makes it anew',
+  })
 }
 
 // ---- doctor ------------------------------------------------------------------

@@ -9,7 +9,11 @@ import {baseImageDir} from '../util/assets.js'
 import {NotReadyError, SandboxError} from '../errors.js'
 import type {Context} from '../context.js'
 import {parseHookConfigLabel} from '../git/hook-config.js'
-import {hasGateway, lastLine, NOT_READY, readStatus, requireRunning, table, type FirewallStatus, type RunningSandbox} from '../network/firewall.js'
+import {describeGateway, hasGateway, lastLine, NOT_READY, readStatus, requireRunning, table, type FirewallStatus, type GatewayDescription, type RunningSandbox} from '../network/firewall.js'
+import {allowlistMatch, isIpLiteral, normaliseHost, parseDomainEnv} from '../network/gateway/policy.js'
+import {ruleHostMatches, rulesFor} from '../network/gateway/rules.js'
+import {parseRequestLog, REQUEST_LOG} from '../network/gateway/log.js'
+import {randomBytes} from 'node:crypto'
 import {GATEWAY_DEFAULTS} from '../network/gateway/ports.js'
 import type {NetworkMode} from '../config/schema.js'
 import {SANDBOX_EXEC, SANDBOX_USER, workspaceMountPath} from './spec.js'
@@ -140,7 +144,7 @@ export async function runDoctor(ctx: Context, ws: Workspace, options: {branch?: 
     throw new SandboxError(`doctor.sh exited 1 in ${sandbox.name} without reporting a failed check: ${lastLine(r.stderr)}`)
   }
   checks.push(...probes, await checkHookConfig(ctx, sandbox, workspaceMountPath(ws)))
-  if (status) checks.push(await checkGateway(ctx, sandbox, status))
+  if (status) checks.push(await checkGateway(ctx, sandbox, status), ...(await checkGatewayProbes(ctx, sandbox, status)))
   return {container: sandbox.name, network: sandbox.network, ok: !checks.some((c) => c.status === 'fail'), checks}
 }
 
@@ -173,6 +177,96 @@ async function checkGateway(ctx: Context, sandbox: RunningSandbox, status: Firew
   return problems.length
     ? {name, status: 'fail', detail: problems.join('; ')}
     : {name, status: 'pass', detail: `running; ${redirects} redirect rules; only its uid ${uid} reaches ports 80/443; refuses names outside the allowlist`}
+}
+
+/** What doctor sends the gateway from inside the sandbox, or why a probe does not apply. */
+export interface GatewayProbes {
+  secret: {name: string; host: string} | {skip: string}
+  method: {host: string; method: string} | {skip: string}
+}
+
+const PROBE_METHODS = ['DELETE', 'PUT', 'POST', 'PATCH']
+
+/**
+ * The probes' targets: for a masked secret, an allowlisted name it is not
+ * declared for (the sandbox's own allowDomains first, so that a test's own
+ * site is chosen over a public default); for the rules, a blocked method of an
+ * allowlisted host they restrict (the last-merged rules first: workspace and
+ * live ones before the defaults). The gateway refuses both before it resolves
+ * or connects anywhere, so a gateway that holds sends nothing out. Pure.
+ */
+export function planGatewayProbes(described: Pick<GatewayDescription, 'rules' | 'masked'>, allowlist: string[], ownDomains: string[]): GatewayProbes {
+  const names = [...new Set([...ownDomains, ...allowlist].map((d) => normaliseHost(d.replace(/^\*\./, ''))).filter((d): d is string => d !== undefined && !isIpLiteral(d)))]
+  let secret: GatewayProbes['secret'] = {skip: 'no masked secretEnv in this sandbox'}
+  for (const s of described.masked) {
+    const host = names.find((n) => !s.hosts.some((h) => ruleHostMatches(h, n)))
+    secret = host ? {name: s.name, host} : {skip: `every allowlisted name is declared for ${s.name}`}
+    if (host) break
+  }
+  let method: GatewayProbes['method'] = {skip: 'no httpRules restrict the methods of an allowlisted host'}
+  for (const rule of [...described.rules].reverse()) {
+    const host = rule.host.startsWith('*.') ? `agent-sandbox-doctor.${rule.host.slice(2)}` : rule.host.toLowerCase()
+    if (!allowlistMatch(host, allowlist)) continue
+    const mine = rulesFor(host, described.rules)
+    const blocked = PROBE_METHODS.find((m) => mine.every((r) => r.methods !== undefined && !r.methods.includes(m)))
+    if (blocked) {
+      method = {host, method: blocked}
+      break
+    }
+  }
+  return {secret, method}
+}
+
+/**
+ * The gateway's refusals, tried from inside the sandbox as the agent: a
+ * masked secret's surrogate sent to a name it is not declared for, and a
+ * method the rules do not admit. Each must come back refused by the gateway
+ * (403, x-agent-sandbox: blocked) and be in its request log with the reason.
+ */
+async function checkGatewayProbes(ctx: Context, sandbox: RunningSandbox, status: FirewallStatus): Promise<DoctorCheck[]> {
+  const rows = {secret: 'gateway-masked-secrets', method: 'gateway-http-rules'}
+  if (!hasGateway(sandbox)) return Object.values(rows).map((name) => ({name, status: 'skip' as const, detail: 'this sandbox has no egress gateway'}))
+  const fail = (detail: string) => Object.values(rows).map((name) => ({name, status: 'fail' as const, detail}))
+  if (status.gateway !== 'running') return fail(`${Names.gateway(sandbox.name)} is not running: its refusals cannot be shown (web traffic is refused, fail closed); run agent-sandbox start`)
+  let described: GatewayDescription
+  try {
+    described = await describeGateway(ctx, sandbox.name)
+  } catch (error) {
+    return fail((error as Error).message)
+  }
+  const own = parseDomainEnv((sandbox.env ?? []).find((e) => e.startsWith('AGENT_SANDBOX_ALLOW_DOMAINS='))?.slice('AGENT_SANDBOX_ALLOW_DOMAINS='.length))
+  const probes = planGatewayProbes(described, status.allowlist, own)
+  const nonce = randomBytes(6).toString('hex')
+  const path = (what: string) => `/agent-sandbox-doctor/${nonce}/${what}`
+  const curl = `curl -sS -o /dev/null -w '%{http_code} %header{x-agent-sandbox}\\n' --max-time 5 http://127.0.0.1:${GATEWAY_DEFAULTS.httpPort}`
+  // One exec as the agent: the surrogate is read from its own environment (the CLI never sees it).
+  const script = [
+    'set -u',
+    'secret() { [ -n "${!1:-}" ] || { echo "no-surrogate"; return; }; ' + curl + '"$3" -H "Host: $2" -H "X-Agent-Sandbox-Doctor: ${!1}" || echo "curl-failed"; }',
+    'method() { ' + curl + '"$3" -X "$2" -H "Host: $1" || echo "curl-failed"; }',
+    'if [ "$1" = - ]; then echo skip; else secret "$1" "$2" "$3"; fi',
+    'if [ "$4" = - ]; then echo skip; else method "$4" "$5" "$6"; fi',
+  ].join('\n')
+  const s = 'skip' in probes.secret ? ['-', '-', '-'] : [probes.secret.name, probes.secret.host, path('secret')]
+  const m = 'skip' in probes.method ? ['-', '-', '-'] : [probes.method.host, probes.method.method, path('method')]
+  const r = await ctx.engine.containers.exec(sandbox.id, [SANDBOX_EXEC, 'bash', '-c', script, 'gateway-probes', ...s, ...m], {user: SANDBOX_USER})
+  const [secretOut = '', methodOut = ''] = r.stdout.split('\n')
+  const logged = await ctx.engine.containers.exec(Names.gateway(sandbox.name), ['grep', '-F', nonce, `${GATEWAY_DEFAULTS.stateDir}/${REQUEST_LOG}`])
+  const entries = parseRequestLog(logged.stdout)
+  const judge = (name: string, what: string, out: string, probePath: string, reason: string): DoctorCheck => {
+    if (out.trim() !== '403 blocked') return {name, status: 'fail', detail: `${what} was not refused by the gateway (${out.trim() || lastLine(r.stderr) || `exit ${r.exitCode}`})`}
+    const entry = entries.find((e) => e.path === probePath)
+    if (!entry || entry.decision !== 'blocked' || !entry.rule.startsWith(reason)) return {name, status: 'fail', detail: `${what} was refused, but the request log does not say so (${entry ? entry.rule : 'no entry'})`}
+    return {name, status: 'pass', detail: `${what}: refused (403) and logged: ${entry.rule}`}
+  }
+  return [
+    'skip' in probes.secret
+      ? {name: rows.secret, status: 'skip', detail: probes.secret.skip}
+      : judge(rows.secret, `${probes.secret.name}'s surrogate sent to ${probes.secret.host}`, secretOut, path('secret'), `secret ${probes.secret.name} is not for ${probes.secret.host}`),
+    'skip' in probes.method
+      ? {name: rows.method, status: 'skip', detail: probes.method.skip}
+      : judge(rows.method, `${probes.method.method} to ${probes.method.host}`, methodOut, path('method'), `method ${probes.method.method} not in`),
+  ]
 }
 
 /** Issue 20: the hook frameworks' configuration found at creation is read-only for the agent (a real access(W_OK) as the agent). */

@@ -19,7 +19,8 @@ import {silentReporter, type Reporter} from '../reporter.js'
 import {buildGateSpec, buildGatewaySpec, buildSpec, checkDockerNetwork, NESTED_STORE, SANDBOX_EXEC, STATE_DIR, toCreateOptions, type SandboxSpec} from './spec.js'
 import {GATEWAY_DEFAULTS} from '../network/gateway/ports.js'
 import type {GatewaySecrets} from '../network/gateway/server.js'
-import {caCertLine, ensureGatewayCa, removeGatewayCa} from '../network/gateway-ca.js'
+import {caCertLine, ensureGatewayCa, liveRules, removeGatewayCa} from '../network/gateway-ca.js'
+import {gatewayAddRule, gatewayAllow} from '../network/firewall.js'
 import {isMasked, makeSurrogate, type MaskedSecret} from '../network/gateway/secrets.js'
 import {Labels, Names, quoteArg, requireInitialised, sanitizeBranch, type Workspace} from '../workspace.js'
 import {assertGatewayCanCarry, GHAPP_SECRET, ghappSecret, planGhapp, type GhappPlan} from '../github/plan.js'
@@ -404,18 +405,40 @@ async function startGateway(ctx: Context, gateway: SandboxSpec, secrets: Gateway
   throw new NotReadyError(`the egress gateway ${gateway.name} did not start: ${reason}`, {hint: 'without it the sandbox has no web access; fix the cause and run start again'})
 }
 
-/** A running sandbox's gateway: made anew when it is not running (a killed gateway leaves the sandbox without web). */
-async function ensureGateway(ctx: Context, ws: Workspace, sandbox: ContainerInfo, options: SandboxOptions): Promise<void> {
+/**
+ * Whether a running sandbox's gateway serves it: running, and started after
+ * the sandbox (one started before an engine-level restart of the sandbox
+ * serves a network namespace that is gone).
+ */
+export async function gatewayServes(ctx: Context, sandbox: Pick<ContainerInfo, 'name' | 'startedAt'>): Promise<boolean> {
   const gateway = await ctx.engine.containers.inspect(Names.gateway(sandbox.name))
-  // Started before the sandbox (an engine-level restart of it): it serves a network namespace that is gone.
-  if (gateway?.running && Date.parse(gateway.startedAt) >= Date.parse(sandbox.startedAt)) return
+  return gateway?.running === true && Date.parse(gateway.startedAt) >= Date.parse(sandbox.startedAt)
+}
+
+/**
+ * A running sandbox's gateway: made anew when it does not serve it (killed,
+ * stopped, or left in a stale network namespace by a `docker restart` of the
+ * sandbox), with what `firewall allow` added live since the sandbox started.
+ * Returns whether it was made anew.
+ */
+export async function ensureGateway(ctx: Context, ws: Workspace, sandbox: ContainerInfo, options: SandboxOptions): Promise<boolean> {
+  if (!sandbox.env.some((e) => e.startsWith('AGENT_SANDBOX_GATEWAY_UID=')) || (await gatewayServes(ctx, sandbox))) return false
   const prepared = await prepareSandbox(ws, {...options, ...(await engineTraits(ctx))}, ctx.env)
-  if (!prepared.gateway || !sandbox.env.some((e) => e.startsWith('AGENT_SANDBOX_GATEWAY_UID='))) return
+  if (!prepared.gateway) return false
+  const reporter = ctx.reporter ?? silentReporter
+  reporter.info(`the egress gateway of ${sandbox.name} did not serve it (stopped, missing, or left from before a restart): making it anew`)
+  // Made from this command's settings and environment: without a masked secret's variable, the new gateway would not know it.
+  if (sandbox.labels[Labels.spec] !== prepared.spec.labels[Labels.spec]) {
+    reporter.warn(`the settings or secretEnv variables differ from those ${sandbox.name} was started with: its new gateway follows the current ones; restart the sandbox (agent-sandbox stop, then start) to bring both in line`)
+  }
   await startGateway(ctx, prepared.gateway, prepared.gatewaySecrets, prepared.ghapp)
   // Domains added live since the sandbox started (firewall allow) are in its firewall's allowlist only.
   const saved = await ctx.engine.containers.exec(sandbox.id, ['cat', `${STATE_DIR}/allowlist`])
   const domains = saved.exitCode === 0 ? saved.stdout.split('\n').filter(Boolean) : []
-  if (domains.length) await ctx.engine.containers.exec(Names.gateway(sandbox.name), ['/usr/bin/node', GATEWAY_DEFAULTS.program, '--allow', ...domains])
+  if (domains.length) await gatewayAllow(ctx, sandbox.name, domains)
+  // Its live httpRules are kept on the host, per start of the sandbox (gateway-ca.ts).
+  for (const rule of liveRules(sandbox.name, sandbox.startedAt, ctx.env)) await gatewayAddRule(ctx, sandbox.name, rule)
+  return true
 }
 
 /** What the spec needs to know about the engine (cheap on a local engine; see Engine). */

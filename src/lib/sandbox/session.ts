@@ -11,6 +11,7 @@ import type {Context} from '../context.js'
 import {SANDBOX_EXEC, SANDBOX_USER} from './spec.js'
 import {Labels, Names, type Workspace} from '../workspace.js'
 import {isNotRunning} from '../engine/containers.js'
+import {GATEWAY_DEFAULTS} from '../network/gateway/ports.js'
 import type {Readable, Writable} from 'node:stream'
 
 /** The streams a non-interactive session reads and writes (the command layer gives its own). */
@@ -76,9 +77,10 @@ export async function execInSandbox(ctx: Context, ws: Workspace, command: string
   const code = await execOnce(ctx, ws, command, options)
   if (code !== SANDBOX_EXEC_REFUSED) return code
   // sandbox-exec refused before running anything: if mount-watch marked the
-  // sandbox compromised, restart it (the mounts come back) and run the command.
+  // sandbox compromised, restart it (the mounts come back) and run the command;
+  // if its egress gateway does not serve it (sandbox-exec checks that it listens), start makes the gateway anew.
   const name = Names.container(ws, options.branch)
-  const reason = await compromisedReason(ctx.engine, name)
+  const reason = (await compromisedReason(ctx.engine, name)) ?? (await gatewayDown(ctx, name))
   if (reason === undefined) return code
   const {startSandbox} = await import('./lifecycle.js')
   await startSandbox(ctx, ws, options)
@@ -87,6 +89,22 @@ export async function execInSandbox(ctx: Context, ws: Workspace, command: string
   }
   return execOnce(ctx, ws, command, options)
 }
+
+/** Why the sandbox's egress gateway does not serve it, if it has one; undefined when it does (the 125 was the command's own). */
+async function gatewayDown(ctx: Context, name: string): Promise<string | undefined> {
+  const info = await ctx.engine.containers.inspect(name)
+  if (!info?.running || !info.env.some((e) => e.startsWith('AGENT_SANDBOX_GATEWAY_UID='))) return undefined
+  const {gatewayServes} = await import('./lifecycle.js')
+  return (await gatewayServes(ctx, info)) ? undefined : 'its egress gateway did not serve it'
+}
+
+/**
+ * sandbox-exec refuses (125, quietly) when the sandbox has an egress gateway
+ * that does not listen in its network namespace: a /dev/tcp connect of bash
+ * (about 0.1 ms), where an inspect of the gateway would cost a round trip to
+ * the engine on every exec.
+ */
+const CHECK_GATEWAY = `AGENT_SANDBOX_CHECK_GATEWAY=${GATEWAY_DEFAULTS.tlsPort}`
 
 /** sandbox-exec refuses a compromised sandbox without a message (the CLI gives its own); unset before CMD runs. */
 const QUIET_REFUSAL = 'AGENT_SANDBOX_QUIET_REFUSAL=compromised'
@@ -104,7 +122,7 @@ async function execOnce(ctx: Context, ws: Workspace, command: string[], options:
   }
   const name = await ensureRunning(ctx, ws, options)
   if ('io' in attach) return execStreaming(ctx, name, command, attach.io)
-  const env: Record<string, string> = {AGENT_SANDBOX_QUIET_REFUSAL: 'compromised'}
+  const env: Record<string, string> = {AGENT_SANDBOX_QUIET_REFUSAL: 'compromised', AGENT_SANDBOX_CHECK_GATEWAY: String(GATEWAY_DEFAULTS.tlsPort)}
   if (attach.tty && attach.term) env.TERM = attach.term
   // The child owns the terminal now: Ctrl-C is for it, not for us.
   const release = ctx.foreground?.()
@@ -127,7 +145,7 @@ async function execStreaming(ctx: Context, name: string, command: string[], io: 
   const result = await ctx.engine.containers.exec(name, [SANDBOX_EXEC, ...command], {
     user: SANDBOX_USER,
     // Refused in a compromised sandbox: say nothing, execInSandbox restarts it and says why.
-    env: [QUIET_REFUSAL],
+    env: [QUIET_REFUSAL, CHECK_GATEWAY],
     stdin: io.stdin,
     collect: false,
     signal: ctx.signal,

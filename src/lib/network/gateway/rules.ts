@@ -27,7 +27,50 @@ export function ruleHostMatches(pattern: string, host: string): boolean {
   return p.startsWith('*.') ? host.endsWith(p.slice(1)) : host === p
 }
 
-const restricts = (r: HttpRule) => r.methods !== undefined || r.paths !== undefined
+export const restricts = (r: HttpRule) => r.methods !== undefined || r.paths !== undefined
+
+const HOST = /^(\*\.)?[a-z0-9_]([a-z0-9_.-]*[a-z0-9_])?$/
+const isList = (v: unknown, ok: (s: string) => boolean) => Array.isArray(v) && v.length > 0 && v.every((s) => typeof s === 'string' && ok(s))
+
+/** A rule as the gateway takes it live (`firewall allow --methods/--paths`): a lower-case host, upper-case methods, paths from `/`. */
+export function isHttpRule(value: unknown): value is HttpRule {
+  if (typeof value !== 'object' || value === null) return false
+  const r = value as Record<string, unknown>
+  if (Object.keys(r).some((k) => k !== 'host' && k !== 'methods' && k !== 'paths')) return false
+  if (typeof r.host !== 'string' || !HOST.test(r.host)) return false
+  if (r.methods !== undefined && !isList(r.methods, (m) => /^[A-Z]+$/.test(m))) return false
+  if (r.paths !== undefined && !isList(r.paths, (p) => /^\/\S*$/.test(p))) return false
+  return r.methods !== undefined || r.paths !== undefined
+}
+
+/** The live rules file (one rule as JSON a line); lines that are not rules are skipped. */
+export function parseRuleLines(text: string): HttpRule[] {
+  const out: HttpRule[] = []
+  for (const line of text.split('\n')) {
+    try {
+      const r = line.trim() ? (JSON.parse(line) as unknown) : undefined
+      if (isHttpRule(r)) out.push(r)
+    } catch {
+      // a torn line
+    }
+  }
+  return out
+}
+
+/**
+ * What adding `rule` (firewall allow --methods/--paths) does to the rules in
+ * force. `allow` only widens: a host its rules already restrict gets the rule
+ * besides them (a request passes when one admits it); a host just allowlisted
+ * by the same command gets it as its only rule; a host that was already
+ * allowed without restriction keeps every method and path (the rule would
+ * narrow it). Pure.
+ */
+export function planRuleAdd(rules: readonly HttpRule[], rule: HttpRule, newlyAllowed: boolean): 'add' | 'present' | 'unrestricted' {
+  const host = rule.host.toLowerCase()
+  if (rules.some((r) => r.host.toLowerCase() === host && canonical([r]) === canonical([rule]))) return 'present'
+  const restricted = rules.some((r) => restricts(r) && (r.host.toLowerCase() === host || ruleHostMatches(r.host, host.replace(/^\*\./, ''))))
+  return restricted || newlyAllowed ? 'add' : 'unrestricted'
+}
 
 /** The rules that restrict `host` (none: the host is passed through without interception). */
 export function rulesFor(host: string, rules: readonly HttpRule[]): HttpRule[] {
@@ -106,3 +149,16 @@ export function rulesLoosen(lower: readonly HttpRule[], layer: readonly HttpRule
 
 const canonical = (rules: HttpRule[]) =>
   JSON.stringify(rules.map((r) => [r.host.toLowerCase(), r.methods ? [...r.methods].sort() : null, r.paths ? [...r.paths].sort() : null]).sort())
+
+/**
+ * A workspace layer's httpRules with `rule` added for its host. A layer's
+ * rules for a host replace the lower ones (mergeHttpRules), so a host the
+ * layer does not name yet starts from the lower rules: what was in force
+ * stays, and the rule is added to it. Pure.
+ */
+export function layerWithRule(layer: readonly HttpRule[], lower: readonly HttpRule[], rule: HttpRule): HttpRule[] {
+  const host = rule.host.toLowerCase()
+  const same = (r: HttpRule) => r.host.toLowerCase() === host
+  if (layer.some((r) => same(r) && canonical([r]) === canonical([rule]))) return [...layer]
+  return layer.some(same) ? [...layer, rule] : [...layer, ...lower.filter(same), rule]
+}

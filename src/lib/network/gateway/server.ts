@@ -17,7 +17,8 @@ import type {Duplex} from 'node:stream'
 import {query, TYPE_A, TYPE_AAAA} from './dns.js'
 import {REQUEST_LOG, type RequestLogEntry} from './log.js'
 import {decideHttp, decideSni, parseDomainList, pathOnly} from './policy.js'
-import {checkRules, normaliseRequestPath, rulesFor, type HttpRule} from './rules.js'
+import {checkRules, normaliseRequestPath, parseRuleLines, rulesFor, type HttpRule} from './rules.js'
+import {LIVE_ALLOWLIST, LIVE_RULES, watchedFile} from './live.js'
 import {ALERT_UNRECOGNIZED_NAME, parseClientHello} from './sni.js'
 import type {Minter} from './x509.js'
 import {swapSecrets, type MaskedSecret} from './secrets.js'
@@ -63,10 +64,10 @@ export interface GatewaySecrets {
 /** The live allowlist: the files and env at start, plus `<stateDir>/allowlist` (firewall allow), re-read when it changes. */
 class Allowlist {
   private base: string[]
-  private extra: string[] = []
-  private extraStamp = ''
-  constructor(private readonly config: GatewayConfig) {
+  private readonly extra: () => string[]
+  constructor(config: GatewayConfig) {
     this.base = [...config.domainFiles.flatMap((f) => parseDomainList(readFileSync(f, 'utf8'))), ...config.allowDomains]
+    this.extra = watchedFile(join(config.stateDir, LIVE_ALLOWLIST), parseDomainList, [])
   }
 
   get size(): number {
@@ -74,23 +75,8 @@ class Allowlist {
   }
 
   entries(): string[] {
-    const file = join(this.config.stateDir, 'allowlist')
-    let stamp = ''
-    try {
-      const st = statSync(file)
-      stamp = `${st.mtimeMs}:${st.size}`
-    } catch {
-      stamp = ''
-    }
-    if (stamp !== this.extraStamp) {
-      this.extraStamp = stamp
-      try {
-        this.extra = stamp ? parseDomainList(readFileSync(file, 'utf8')) : []
-      } catch {
-        this.extra = []
-      }
-    }
-    return this.extra.length ? [...this.base, ...this.extra] : this.base
+    const extra = this.extra()
+    return extra.length ? [...this.base, ...extra] : this.base
   }
 }
 
@@ -143,6 +129,12 @@ export interface RunningGateway {
 
 export async function startGateway(config: GatewayConfig): Promise<RunningGateway> {
   const allowlist = new Allowlist(config)
+  // httpRules added live (firewall allow --methods/--paths): besides the configured ones, re-read when the file changes.
+  const liveRules = watchedFile(join(config.stateDir, LIVE_RULES), parseRuleLines, [] as HttpRule[])
+  const rules = (): HttpRule[] => {
+    const live = liveRules()
+    return live.length ? [...config.rules, ...live] : config.rules
+  }
   const log = new RequestLog(config)
   const agent = new http.Agent({keepAlive: true, maxFreeSockets: 16})
 
@@ -190,7 +182,7 @@ export async function startGateway(config: GatewayConfig): Promise<RunningGatewa
     }
     return secrets
   }
-  const intercepts = (host: string) => config.masked.length > 0 || rulesFor(host, config.rules).length > 0
+  const intercepts = (host: string) => config.masked.length > 0 || rulesFor(host, rules()).length > 0
   const getMinter = (): Promise<Minter> => {
     if (!minter) {
       const made = (async () => {
@@ -225,10 +217,11 @@ export async function startGateway(config: GatewayConfig): Promise<RunningGatewa
     const swap = swapSecrets(host, sni !== undefined, target, pairs, masked)
     if (!swap.ok) return {status: 403, rule: swap.rule}
     const secretsRule = swap.swapped.length ? `secrets ${swap.swapped.join(',')}` : undefined
-    if (!rulesFor(host, config.rules).length) return {forward: originForm(target), headers: swap.headers, rule: secretsRule}
+    const inForce = rules()
+    if (!rulesFor(host, inForce).length) return {forward: originForm(target), headers: swap.headers, rule: secretsRule}
     const normal = normaliseRequestPath(originForm(target))
     if (!normal) return {status: 400, rule: 'request target is not a path'}
-    const ruled = checkRules(host, req.method ?? '', normal.path, config.rules)
+    const ruled = checkRules(host, req.method ?? '', normal.path, inForce)
     if (!ruled.allowed) return {status: 403, rule: ruled.rule}
     return {forward: `${normal.path}${normal.search}`, headers: swap.headers, rule: [ruled.rule, secretsRule].filter(Boolean).join('; ')}
   }
