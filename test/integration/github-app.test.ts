@@ -359,6 +359,13 @@ describe('GitHub App credentials', () => {
     expect((await firewallLog()).find((e) => e.path === '/leak')).toMatchObject({host: OTHER, status: 403, decision: 'blocked', rule: `secret github-app-token is not for ${OTHER} (declared for ${FAKE})`})
   })
 
+  it('doctor shows the gateway refusing the App surrogate (read from its file) sent to another host', async () => {
+    const r = await sandboxCli(['doctor', ws, '--json'])
+    const rows = Object.fromEntries(JSON.parse(r.stdout).checks.map((c: {name: string}) => [c.name, c]))
+    expect(rows['gateway-masked-secrets'], JSON.stringify(rows['gateway-masked-secrets'])).toMatchObject({status: 'pass'})
+    expect(rows['gateway-masked-secrets'].detail).toContain(`github-app-token's surrogate sent to ${OTHER}: refused (403) and logged: secret github-app-token is not for ${OTHER}`)
+  })
+
   it('cannot write the token file from inside, not even as root', async () => {
     const asNode = await inside('echo forged > /run/secrets/ghapp_token')
     expect(asNode.exitCode).not.toBe(0)
