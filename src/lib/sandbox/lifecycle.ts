@@ -23,8 +23,9 @@ import {caCertLine, ensureGatewayCa, liveRules, removeGatewayCa} from '../networ
 import {gatewayAddRule, gatewayAllow} from '../network/firewall.js'
 import {isMasked, makeSurrogate, type MaskedSecret} from '../network/gateway/secrets.js'
 import {Labels, Names, quoteArg, requireInitialised, sanitizeBranch, type Workspace} from '../workspace.js'
-import {planGhapp, type GhappPlan} from '../github/plan.js'
-import {ensureRefresher, provisionToken, removeAppToken} from '../github/refresher.js'
+import {assertGatewayCanCarry, GHAPP_SECRET, ghappSecret, planGhapp, type GhappPlan} from '../github/plan.js'
+import {readToken, tokenPaths} from '../github/token-store.js'
+import {deliverToGateway, ensureRefresher, provisionToken, removeAppToken} from '../github/refresher.js'
 import type {Context} from '../context.js'
 
 
@@ -62,14 +63,19 @@ export interface PreparedSandbox {
   settings: Settings
   placeholders: Array<{relative: string; kind: 'file' | 'dir'}>
   skipped: Array<{relative: string; reason: string}>
-  /** The GitHub App token this sandbox gets (the workspace's own sandboxes only, not one-shot containers). */
+  /** The GitHub App token this sandbox gets (the workspace's own sandboxes with an egress gateway only): a surrogate inside, the token in the gateway. */
   ghapp?: GhappPlan
+  /** A GitHub App is configured, but this sandbox has no gateway to hold its token (network open or none): it gets none. */
+  ghappWithheld?: NetworkMode
   /** Hook frameworks found and their configuration, mounted read-only in bind mode (absent: protectHookConfig false). */
   hookConfig?: HookConfigReport
 }
 
 /** What a container does with its secretEnv: plain values the agent can read, masked ones left out for want of a gateway. */
-export function reportSecrets(reporter: Reporter, prepared: Pick<PreparedSandbox, 'exposedSecrets' | 'unmasked'>): void {
+export function reportSecrets(reporter: Reporter, prepared: Pick<PreparedSandbox, 'exposedSecrets' | 'unmasked' | 'ghappWithheld'>): void {
+  if (prepared.ghappWithheld) {
+    reporter.warn(`the GitHub App token is not given to this sandbox: with network ${prepared.ghappWithheld} it has no egress gateway to hold the token, so git and gh inside get no GitHub credentials; use network firewall`)
+  }
   for (const n of prepared.exposedSecrets) {
     reporter.warn(`secretEnv ${n} is passed in as it is: the agent can read it and send it to any allowed host; declare {"name": "${n}", "hosts": [...]} to mask it`)
   }
@@ -106,11 +112,14 @@ export async function prepareSandbox(ws: Workspace, options: SandboxOptions, env
   const plan = planProtectedPaths([...paths, ...(branchMode ? [] : [...hostHooks, ...(hookConfig?.protect ?? [])])], kindOf)
   const oneShot = options.name !== undefined
   const ownGit = git === 'repository' && !branchMode ? (oneShot ? 'tmpfs' : 'volume') : undefined
-  const ghapp = options.name === undefined ? planGhapp(ws, settings.github, Names.container(ws, options.branch), env) : undefined
+  const plannedGhapp = options.name === undefined ? planGhapp(ws, settings.github, Names.container(ws, options.branch), env) : undefined
   const plainSecrets = settings.secretEnv.filter((e): e is string => !isMasked(e)).filter((n) => env[n] !== undefined)
   const secretValues = Object.fromEntries(plainSecrets.map((n) => [n, env[n] as string]))
   // One-shot containers (run, the API) keep the firewall alone: they have no companion containers.
   const gatewayOn = !oneShot && (options.network ?? settings.network) === 'firewall'
+  // The App token is held by the gateway alone (a surrogate inside): without a gateway the sandbox gets none (fail closed).
+  const ghapp = gatewayOn ? plannedGhapp : undefined
+  if (ghapp) assertGatewayCanCarry(ghapp.record.config)
   const gatewayCa = gatewayOn ? await ensureGatewayCa(Names.container(ws, options.branch), env) : undefined
   const maskedEntries = settings.secretEnv.filter(isMasked).filter((e) => env[e.name] !== undefined)
   // Masked secrets need the gateway: a container without one gets neither the value nor a surrogate.
@@ -139,8 +148,21 @@ export async function prepareSandbox(ws: Workspace, options: SandboxOptions, env
     nestedStore: oneShot ? 'tmpfs' : 'volume',
   })
   const gate = !oneShot && (ownGit === 'volume' || branchMode) ? buildGateSpec(ws, spec, settings, {...options, gateFiles: hookConfig?.protect}) : undefined
-  const gateway = gatewayOn ? buildGatewaySpec(ws, spec, {branch: options.branch, userns: options.userns, httpRules: settings.httpRules, masked: masked.map((m) => m.name)}) : undefined
-  return {spec, gate, gateway, gatewaySecrets: gatewayCa && {ca: gatewayCa, secrets: masked}, exposedSecrets: plainSecrets, unmasked: gatewayCa ? [] : maskedEntries.map((e) => e.name), settings, placeholders: plan.placeholders, skipped: plan.skipped, ghapp, hookConfig}
+  const gateway = gatewayOn ? buildGatewaySpec(ws, spec, {branch: options.branch, userns: options.userns, httpRules: settings.httpRules, masked: [...masked.map((m) => m.name), ...(ghapp ? [GHAPP_SECRET] : [])]}) : undefined
+  return {
+    spec,
+    gate,
+    gateway,
+    gatewaySecrets: gatewayCa && {ca: gatewayCa, secrets: masked},
+    exposedSecrets: plainSecrets,
+    unmasked: gatewayCa ? [] : maskedEntries.map((e) => e.name),
+    settings,
+    placeholders: plan.placeholders,
+    skipped: plan.skipped,
+    ghapp,
+    ghappWithheld: plannedGhapp && !ghapp ? (options.network ?? settings.network) : undefined,
+    hookConfig,
+  }
 }
 
 /** What the workspace's .git is: a repository the agent gets its own view of, or something to protect. */
@@ -216,7 +238,7 @@ export async function startSandbox(ctx: Context, ws: Workspace, options: Sandbox
           const [container] = await Promise.all([
             waitReady(ctx, existing),
             prepared.gate ? startGate(ctx, prepared.gate) : undefined,
-            prepared.gateway ? startGateway(ctx, prepared.gateway, prepared.gatewaySecrets) : undefined,
+            prepared.gateway ? startGateway(ctx, prepared.gateway, prepared.gatewaySecrets, prepared.ghapp) : undefined,
           ])
           if (prepared.gate) await checkGate(ctx, prepared.gate.name)
           return keepFresh({name, action: 'started' as const, container})
@@ -284,7 +306,7 @@ async function createAndStart(ctx: Context, ws: Workspace, prepared: PreparedSan
         Promise.all([
           waitReady(ctx, {id: created, name: spec.name}),
           gate ? (gating = startGate(ctx, gate)) : undefined,
-          gateway ? (gatewaying = startGateway(ctx, gateway, prepared.gatewaySecrets)) : undefined,
+          gateway ? (gatewaying = startGateway(ctx, gateway, prepared.gatewaySecrets, prepared.ghapp)) : undefined,
         ]),
       ),
     )
@@ -345,14 +367,18 @@ async function ensureGate(ctx: Context, ws: Workspace, sandbox: ContainerInfo, o
  * no web at all (fail closed). If it does not come up, start fails (exit 6)
  * with its last message.
  */
-async function startGateway(ctx: Context, gateway: SandboxSpec, secrets: GatewaySecrets | undefined): Promise<void> {
+async function startGateway(ctx: Context, gateway: SandboxSpec, secrets: GatewaySecrets | undefined, ghapp: GhappPlan | undefined): Promise<void> {
   await removeGate(ctx, gateway.name)
   const id = await ctx.engine.containers.create(toCreateOptions(gateway))
   await ctx.engine.containers.start(id)
+  const env = ctx.env ?? process.env
+  // The App token as it is on the host now (the refresher may renew it at any time: see below).
+  const app = ghapp && ghappSecret(ghapp, env)
+  const all = secrets && {...secrets, secrets: [...(secrets.secrets ?? []), ...(app ? [app] : [])]}
   // Before it is probed ready: into its tmpfs over stdin, so neither docker inspect nor the sandbox sees it.
-  const handed = secrets
+  const handed = all
     ? await ctx.engine.containers
-        .exec(id, ['/usr/bin/node', GATEWAY_DEFAULTS.program, '--secrets'], {stdin: JSON.stringify(secrets)})
+        .exec(id, ['/usr/bin/node', GATEWAY_DEFAULTS.program, '--secrets'], {stdin: JSON.stringify(all)})
         .catch((error: unknown) => ({exitCode: -1, stdout: '', stderr: String(error)}))
     : {exitCode: 0, stdout: '', stderr: ''}
   const [httpPort, tlsPort] = GATEWAY_PORTS
@@ -362,7 +388,12 @@ async function startGateway(ctx: Context, gateway: SandboxSpec, secrets: Gateway
     handed.exitCode === 0
       ? await ctx.engine.containers.exec(id, ['bash', '-c', probe]).catch((error: unknown) => ({exitCode: -1, stdout: '', stderr: String(error)}))
       : handed
-  if (result.exitCode === 0) return
+  if (result.exitCode === 0) {
+    // A renewal between reading the token and handing it over went to the gateway this one replaced: hand it again.
+    const now = ghapp && app ? readToken(tokenPaths(ghapp.name, env)) : undefined
+    if (ghapp && now && now !== app?.value) await deliverToGateway(ctx.engine, ghapp.name, now)
+    return
+  }
   const info = await ctx.engine.containers.inspect(id)
   const logs = info ? await ctx.engine.containers.logs(id, 20).catch(() => '') : ''
   const lines = [...logs.split('\n'), ...handed.stderr.split('\n')].map((l) => l.trim())
@@ -400,7 +431,7 @@ export async function ensureGateway(ctx: Context, ws: Workspace, sandbox: Contai
   if (sandbox.labels[Labels.spec] !== prepared.spec.labels[Labels.spec]) {
     reporter.warn(`the settings or secretEnv variables differ from those ${sandbox.name} was started with: its new gateway follows the current ones; restart the sandbox (agent-sandbox stop, then start) to bring both in line`)
   }
-  await startGateway(ctx, prepared.gateway, prepared.gatewaySecrets)
+  await startGateway(ctx, prepared.gateway, prepared.gatewaySecrets, prepared.ghapp)
   // Domains added live since the sandbox started (firewall allow) are in its firewall's allowlist only.
   const saved = await ctx.engine.containers.exec(sandbox.id, ['cat', `${STATE_DIR}/allowlist`])
   const domains = saved.exitCode === 0 ? saved.stdout.split('\n').filter(Boolean) : []

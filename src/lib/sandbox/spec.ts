@@ -137,7 +137,7 @@ export interface SpecOptions {
 }
 
 export interface GhappSpec {
-  /** Host directory holding only `ghapp_token`; mounted read-only at /run/secrets (a directory, so renames show through). */
+  /** Host directory holding only `ghapp_token`, the token's surrogate (the gateway holds the token); mounted read-only at /run/secrets. */
   secretsDir: string
   /** `scheme://host[:port]` the askpass helper answers for. */
   gitOrigin: string

@@ -181,13 +181,24 @@ export async function startGateway(config: GatewayConfig): Promise<RunningGatewa
   const sniOf = new WeakMap<object, string>()
   let interception: Promise<Interception> | undefined
   let secrets: GatewaySecrets | undefined
-  // They arrive after the gateway starts (an exec's stdin, before start probes it ready): read when first needed, until there.
+  let secretsStamp = ''
+  // They arrive after the gateway starts (an exec's stdin, before start probes it ready), and a renewed
+  // GitHub App token replaces the file later (gateway.ts --secret): read again whenever the file changed.
   const getSecrets = (): GatewaySecrets | undefined => {
-    if (!secrets) {
+    const path = join(config.stateDir, SECRETS_FILE)
+    let stamp = ''
+    try {
+      const st = statSync(path)
+      stamp = `${st.ino}:${st.mtimeMs}:${st.size}`
+    } catch {
+      stamp = ''
+    }
+    if (stamp !== secretsStamp) {
       try {
-        secrets = JSON.parse(readFileSync(join(config.stateDir, SECRETS_FILE), 'utf8')) as GatewaySecrets
+        secrets = JSON.parse(readFileSync(path, 'utf8')) as GatewaySecrets
+        secretsStamp = stamp
       } catch {
-        secrets = undefined
+        // keep what was read last
       }
     }
     return secrets
