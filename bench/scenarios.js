@@ -485,6 +485,17 @@ export const scenarios = [
     b: {steps: (ctx) => [cli(ctx, 'list', '--json')]},
   },
   {
+    // Where stop's floor is: a node program that makes only the one stop call.
+    key: 'stop-floor',
+    title: 'floor: any node program stopping the sandbox (no target)',
+    ours: '`node bench/floor-stop.cjs <c>`: start node, make the one Engine API stop call, exit (no NODE_EXTRA_CA_CERTS)',
+    base: '`docker stop <c>` of the same sandbox',
+    smoke: false,
+    runs: 5,
+    a: {before: (ctx) => cliSync(ctx.root, ['start', ctx.ws]), steps: (ctx) => [{argv: ['node', join(REPO, 'bench', 'floor-stop.cjs'), ctx.name], env: noExtraCa}]},
+    b: {before: (ctx) => cliSync(ctx.root, ['start', ctx.ws]), steps: (ctx) => [dockerStep('stop', ctx.name)]},
+  },
+  {
     key: 'list-floor',
     cheap: true,
     title: 'floor: any node program listing (no target)',
