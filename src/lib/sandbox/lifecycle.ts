@@ -16,10 +16,10 @@ import {provisionBranch} from '../git/shelf.js'
 import {createPlaceholders, fsKindOf, planProtectedPaths} from '../git/protected.js'
 import {detectHookConfig, fsHookProbe, hooksDirOf, hooksPathFromConfig, hookConfigLabel, type HookConfigReport} from '../git/hook-config.js'
 import {silentReporter, type Reporter} from '../reporter.js'
-import {buildGateSpec, buildGatewaySpec, buildSpec, checkDockerNetwork, NESTED_STORE, SANDBOX_EXEC, STATE_DIR, toCreateOptions, type SandboxSpec} from './spec.js'
+import {buildGateSpec, buildGatewaySpec, buildSpec, checkDockerNetwork, NESTED_STORE, RUN_GATEWAY_MARKER, SANDBOX_EXEC, STATE_DIR, toCreateOptions, type SandboxSpec} from './spec.js'
 import {GATEWAY_DEFAULTS} from '../network/gateway/ports.js'
 import type {GatewaySecrets} from '../network/gateway/server.js'
-import {caCertLine, ensureGatewayCa, liveRules, removeGatewayCa} from '../network/gateway-ca.js'
+import {caCertLine, ensureGatewayCa, ephemeralGatewayCa, liveRules, removeGatewayCa} from '../network/gateway-ca.js'
 import {gatewayAddRule, gatewayAllow} from '../network/firewall.js'
 import {isMasked, makeSurrogate, type MaskedSecret} from '../network/gateway/secrets.js'
 import {Labels, Names, quoteArg, requireInitialised, sanitizeBranch, type Workspace} from '../workspace.js'
@@ -45,7 +45,18 @@ export interface SandboxOptions {
   selinux?: boolean
   /** Allow dockerNetwork `host` (with network `open` only): --allow-host-network. */
   allowHostNetwork?: boolean
+  /** A one-shot container that gets an egress gateway of its own too (`run`; not the API's idle containers). */
+  oneShotGateway?: boolean
+  /**
+   * The masked secrets a running sandbox holds (heldSecrets: names, hosts and
+   * surrogates from its labels and env), for a gateway made anew: it knows every
+   * one of them, whether or not this command's environment has the value.
+   */
+  held?: HeldSecret[]
 }
+
+/** A masked secret as a running sandbox holds it: no value, only its surrogate (spec.ts Labels.masked and the env). */
+export type HeldSecret = Omit<MaskedSecret, 'value'>
 
 export interface PreparedSandbox {
   spec: SandboxSpec
@@ -57,8 +68,10 @@ export interface PreparedSandbox {
   gatewaySecrets?: GatewaySecrets
   /** `secretEnv` names given in as they are (the plain form): the agent can read and send them anywhere allowed. */
   exposedSecrets: string[]
-  /** Masked `secretEnv` names left out: this container has no gateway to swap them (one-shot run, network none or open). */
+  /** Masked `secretEnv` names left out: this container has no gateway to swap them (network none or open, the API's containers). */
   unmasked: string[]
+  /** Masked names the gateway knows without a value (held, not set here): their surrogates are refused at every host. */
+  unvalued: string[]
   settings: Settings
   placeholders: Array<{relative: string; kind: 'file' | 'dir'}>
   skipped: Array<{relative: string; reason: string}>
@@ -73,7 +86,7 @@ export function reportSecrets(reporter: Reporter, prepared: Pick<PreparedSandbox
   for (const n of prepared.exposedSecrets) {
     reporter.warn(`secretEnv ${n} is passed in as it is: the agent can read it and send it to any allowed host; declare {"name": "${n}", "hosts": [...]} to mask it`)
   }
-  for (const n of prepared.unmasked) reporter.warn(`secretEnv ${n} is masked, but this container has no egress gateway (a started sandbox with network firewall): it is not set`)
+  for (const n of prepared.unmasked) reporter.warn(`secretEnv ${n} is masked, but this container has no egress gateway (network firewall): it is not set`)
 }
 
 /**
@@ -109,14 +122,17 @@ export async function prepareSandbox(ws: Workspace, options: SandboxOptions, env
   const ghapp = options.name === undefined ? planGhapp(ws, settings.github, Names.container(ws, options.branch), env) : undefined
   const plainSecrets = settings.secretEnv.filter((e): e is string => !isMasked(e)).filter((n) => env[n] !== undefined)
   const secretValues = Object.fromEntries(plainSecrets.map((n) => [n, env[n] as string]))
-  // One-shot containers (run, the API) keep the firewall alone: they have no companion containers.
-  const gatewayOn = !oneShot && (options.network ?? settings.network) === 'firewall'
-  const gatewayCa = gatewayOn ? await ensureGatewayCa(Names.container(ws, options.branch), env) : undefined
+  // A sandbox and a one-shot `run` get a gateway; the API's idle containers keep the firewall alone.
+  const gatewayOn = (!oneShot || options.oneShotGateway === true) && (options.network ?? settings.network) === 'firewall'
+  // A run's CA lives as long as the run: made in memory, never written to the host.
+  const gatewayCa = gatewayOn ? await (oneShot ? ephemeralGatewayCa(options.name as string) : ensureGatewayCa(Names.container(ws, options.branch), env)) : undefined
   const maskedEntries = settings.secretEnv.filter(isMasked).filter((e) => env[e.name] !== undefined)
   // Masked secrets need the gateway: a container without one gets neither the value nor a surrogate.
-  const masked: MaskedSecret[] = gatewayCa
-    ? maskedEntries.map((e) => ({name: e.name, hosts: e.hosts, value: env[e.name] as string, surrogate: makeSurrogate(e.name, env[e.name] as string, gatewayCa.key)}))
-    : []
+  const masked: MaskedSecret[] = !gatewayCa
+    ? []
+    : options.held
+      ? options.held.map((h) => ({...h, ...(env[h.name] === undefined ? {} : {value: env[h.name] as string})}))
+      : maskedEntries.map((e) => ({name: e.name, hosts: e.hosts, value: env[e.name] as string, surrogate: makeSurrogate(e.name, env[e.name] as string, gatewayCa.key)}))
   const spec = buildSpec(ws, settings, {
     gateway: gatewayOn,
     gatewayCa: gatewayCa && caCertLine(gatewayCa.cert),
@@ -132,6 +148,7 @@ export async function prepareSandbox(ws: Workspace, options: SandboxOptions, env
     // What doctor checks: the mounts of bind mode (branch mode's shelf has none of them).
     labels: hookConfig?.frameworks.length && !branchMode ? {[Labels.hookConfig]: hookConfigLabel(hookConfig), ...options.labels} : options.labels,
     ghapp: ghapp?.spec,
+    masked: masked.map((m) => ({name: m.name, hosts: m.hosts})),
     userns: options.userns,
     selinux: options.selinux,
     ownGit,
@@ -140,7 +157,7 @@ export async function prepareSandbox(ws: Workspace, options: SandboxOptions, env
   })
   const gate = !oneShot && (ownGit === 'volume' || branchMode) ? buildGateSpec(ws, spec, settings, {...options, gateFiles: hookConfig?.protect}) : undefined
   const gateway = gatewayOn ? buildGatewaySpec(ws, spec, {branch: options.branch, userns: options.userns, httpRules: settings.httpRules, masked: masked.map((m) => m.name)}) : undefined
-  return {spec, gate, gateway, gatewaySecrets: gatewayCa && {ca: gatewayCa, secrets: masked}, exposedSecrets: plainSecrets, unmasked: gatewayCa ? [] : maskedEntries.map((e) => e.name), settings, placeholders: plan.placeholders, skipped: plan.skipped, ghapp, hookConfig}
+  return {spec, gate, gateway, gatewaySecrets: gatewayCa && {ca: gatewayCa, secrets: masked}, exposedSecrets: plainSecrets, unmasked: gatewayCa ? [] : maskedEntries.map((e) => e.name), unvalued: masked.filter((m) => m.value === undefined).map((m) => m.name), settings, placeholders: plan.placeholders, skipped: plan.skipped, ghapp, hookConfig}
 }
 
 /** What the workspace's .git is: a repository the agent gets its own view of, or something to protect. */
@@ -314,7 +331,8 @@ async function startGate(ctx: Context, gate: SandboxSpec): Promise<void> {
   await ctx.engine.containers.start(id)
 }
 
-async function removeGate(ctx: Context, name: string): Promise<void> {
+/** Remove a gate or gateway (a run's too) by name: missing is fine. */
+export async function removeGate(ctx: Context, name: string): Promise<void> {
   const existing = await ctx.engine.containers.inspect(name)
   if (existing) await ctx.engine.containers.remove(existing.id, {force: true})
 }
@@ -375,6 +393,18 @@ async function startGateway(ctx: Context, gateway: SandboxSpec, secrets: Gateway
 }
 
 /**
+ * A one-shot run's gateway: started in the run container's network namespace
+ * while its entrypoint waits (entrypoint.sh wait_gateway), then the run is let
+ * go on by a marker in its state directory, which only root can write there.
+ * The command so never starts before the gateway has its secrets and listens.
+ */
+export async function startRunGateway(ctx: Context, runId: string, gateway: SandboxSpec, secrets: GatewaySecrets | undefined): Promise<void> {
+  await startGateway(ctx, gateway, secrets)
+  const marked = await ctx.engine.containers.exec(runId, ['touch', RUN_GATEWAY_MARKER], {user: 'root'})
+  if (marked.exitCode !== 0) throw new NotReadyError(`the run could not be told that its egress gateway is up: ${marked.stderr.trim() || `exit ${marked.exitCode}`}`)
+}
+
+/**
  * Whether a running sandbox's gateway serves it: running, and started after
  * the sandbox (one started before an engine-level restart of the sandbox
  * serves a network namespace that is gone).
@@ -392,11 +422,14 @@ export async function gatewayServes(ctx: Context, sandbox: Pick<ContainerInfo, '
  */
 export async function ensureGateway(ctx: Context, ws: Workspace, sandbox: ContainerInfo, options: SandboxOptions): Promise<boolean> {
   if (!sandbox.env.some((e) => e.startsWith('AGENT_SANDBOX_GATEWAY_UID=')) || (await gatewayServes(ctx, sandbox))) return false
-  const prepared = await prepareSandbox(ws, {...options, ...(await engineTraits(ctx))}, ctx.env)
+  // Every surrogate the sandbox holds, whatever this command's environment has: those sent elsewhere stay refused.
+  const prepared = await prepareSandbox(ws, {...options, held: heldSecrets(sandbox), ...(await engineTraits(ctx))}, ctx.env)
   if (!prepared.gateway) return false
   const reporter = ctx.reporter ?? silentReporter
   reporter.info(`the egress gateway of ${sandbox.name} did not serve it (stopped, missing, or left from before a restart): making it anew`)
-  // Made from this command's settings and environment: without a masked secret's variable, the new gateway would not know it.
+  for (const n of prepared.unvalued) {
+    reporter.warn(`secretEnv ${n} is not set here: the new egress gateway of ${sandbox.name} refuses its surrogate at every host, its own too; set ${n} and run the command again to restore it`)
+  }
   if (sandbox.labels[Labels.spec] !== prepared.spec.labels[Labels.spec]) {
     reporter.warn(`the settings or secretEnv variables differ from those ${sandbox.name} was started with: its new gateway follows the current ones; restart the sandbox (agent-sandbox stop, then start) to bring both in line`)
   }
@@ -408,6 +441,22 @@ export async function ensureGateway(ctx: Context, ws: Workspace, sandbox: Contai
   // Its live httpRules are kept on the host, per start of the sandbox (gateway-ca.ts).
   for (const rule of liveRules(sandbox.name, sandbox.startedAt, ctx.env)) await gatewayAddRule(ctx, sandbox.name, rule)
   return true
+}
+
+/**
+ * The masked secrets a running sandbox holds: names and hosts from its
+ * Labels.masked, surrogates from its environment. Undefined for a sandbox
+ * made before the label (its gateway is made from the current settings).
+ */
+export function heldSecrets(sandbox: Pick<ContainerInfo, 'labels' | 'env'>): HeldSecret[] | undefined {
+  const label = sandbox.labels[Labels.masked]
+  if (label === undefined) return undefined
+  const declared = JSON.parse(label) as Array<{name: string; hosts: string[]}>
+  const env = new Map(sandbox.env.map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]))
+  return declared.flatMap((d) => {
+    const surrogate = env.get(d.name)
+    return surrogate ? [{name: d.name, hosts: d.hosts, surrogate}] : []
+  })
 }
 
 /** What the spec needs to know about the engine (cheap on a local engine; see Engine). */
