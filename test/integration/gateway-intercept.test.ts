@@ -197,7 +197,7 @@ describe('interception of hosts with httpRules', () => {
   it('a one-shot run has a gateway of its own: a path outside the rules is refused and listed at the end, the allowed one works; the exit code passes through; nothing is left', async () => {
     const r = await cli(['run', ws, '--', 'bash', '-c', `curl -sS --max-time 20 -w ' %{http_code}\\n' https://${api}/private; curl -sS --max-time 20 -w ' %{http_code}' https://${api}/pub/run; exit 7`])
     expect(r.exitCode, r.stderr).toBe(7)
-    expect(r.stdout).toBe(`agent-sandbox gateway: GET ${api}/private refused: path /private not in httpRules ${api} paths /pub/*\n 403\nhi from api GET /pub/run host=${api}\n 200`)
+    expect(r.stdout).toBe(`agent-sandbox gateway: GET ${api}/private refused: path /private not in httpRules ${api} methods GET,HEAD paths /pub/*\n 403\nhi from api GET /pub/run host=${api}\n 200`)
     expect(r.stderr).toMatch(new RegExp(`agent-sandbox: egress gateway refused: \\S+  BLOCK  403  GET  ${api}/private  \\d+B  \\(path /private not in httpRules`))
     expect(r.stderr).not.toContain('/pub/run')
     expect(await runContainers(ws)).toEqual([])
@@ -258,7 +258,7 @@ describe('masked secrets', () => {
     const env = {GWIIT_TOKEN: REAL, GWIIT_EXPOSED: EXPOSED}
     const r = await cli(['run', ws, '--', 'bash', '-c', [
       'echo "${#GWIIT_EXPOSED} $GWIIT_TOKEN"',
-      `curl -sS --max-time 20 -H "Authorization: Bearer $GWIIT_TOKEN" https://${api}/run-secret; echo`,
+      `curl -sS --max-time 20 -H "Authorization: Bearer $GWIIT_TOKEN" https://${api}/run-secret`,
       `curl -sS --max-time 20 -w ' %{http_code}' -H "Authorization: Bearer $GWIIT_TOKEN" https://${plain}/run-leak`,
     ].join('; ')], {env})
     expect(r.exitCode, r.stderr).toBe(0)
@@ -347,7 +347,8 @@ describe('masked secrets', () => {
     expect(withIt.stdout).toBe([
       `agent-sandbox gateway: GET ${plain}/restored refused: secret GWIIT_TOKEN is not for ${plain} (declared for ${api})`,
       ' 403',
-      `hi from api GET /restored host=${api} auth=Bearer ${REAL} 200`,
+      `hi from api GET /restored host=${api} auth=Bearer ${REAL}`,
+      ' 200',
     ].join('\n'))
   })
 })

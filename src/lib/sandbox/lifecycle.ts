@@ -451,7 +451,12 @@ export async function ensureGateway(ctx: Context, ws: Workspace, sandbox: Contai
 export function heldSecrets(sandbox: Pick<ContainerInfo, 'labels' | 'env'>): HeldSecret[] | undefined {
   const label = sandbox.labels[Labels.masked]
   if (label === undefined) return undefined
-  const declared = JSON.parse(label) as Array<{name: string; hosts: string[]}>
+  let declared: Array<{name: string; hosts: string[]}>
+  try {
+    declared = JSON.parse(label) as typeof declared
+  } catch {
+    return undefined
+  }
   const env = new Map(sandbox.env.map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]))
   return declared.flatMap((d) => {
     const surrogate = env.get(d.name)
