@@ -86,7 +86,7 @@ export function reportSecrets(reporter: Reporter, prepared: Pick<PreparedSandbox
   for (const n of prepared.exposedSecrets) {
     reporter.warn(`secretEnv ${n} is passed in as it is: the agent can read it and send it to any allowed host; declare {"name": "${n}", "hosts": [...]} to mask it`)
   }
-  for (const n of prepared.unmasked) reporter.warn(`secretEnv ${n} is masked, but this container has no egress gateway (network firewall): it is not set`)
+  for (const n of prepared.unmasked) reporter.warn(`secretEnv ${n} is masked, but this container has no egress gateway (sandboxes and runs with network firewall have one): it is not set`)
 }
 
 /**
