@@ -273,5 +273,14 @@ describe('a gateway that does not come up', () => {
     expect(lines[0]).toMatch(/the egress gateway \S+-gateway did not start: .*Cannot find module/)
     const left = await docker('ps', '-aq', '--filter', `label=dev.agent-sandbox.workspace=${ws}`)
     expect(left.stdout.trim()).toBe('')
+    // A one-shot run fails closed the same way: its command never starts, nothing is left
+    const run = await cli(['run', ws, '--', 'sh', '-c', 'echo COMMAND-RAN'])
+    expect(run.exitCode, run.stderr).toBe(6)
+    expect(run.stdout + run.stderr).not.toContain('COMMAND-RAN')
+    expect(run.stderr).toMatch(/the egress gateway agent-sandbox-run-\S+-gateway did not start: .*Cannot find module/)
+    expect((await docker('ps', '-aq', '--filter', `label=dev.agent-sandbox.workspace=${ws}`)).stdout.trim()).toBe('')
+    // control: the same run without the firewall (no gateway) runs its command
+    const none = await cli(['run', ws, '--network', 'none', '--', 'sh', '-c', 'echo COMMAND-RAN'])
+    expect(none.stdout, none.stderr).toContain('COMMAND-RAN')
   })
 })

@@ -17,7 +17,7 @@ import {createPlaceholders, fsKindOf, planProtectedPaths} from '../git/protected
 import {detectHookConfig, fsHookProbe, hooksDirOf, hooksPathFromConfig, hookConfigLabel, type HookConfigReport} from '../git/hook-config.js'
 import {silentReporter, type Reporter} from '../reporter.js'
 import {buildGateSpec, buildGatewaySpec, buildSpec, checkDockerNetwork, NESTED_STORE, RUN_GATEWAY_MARKER, SANDBOX_EXEC, STATE_DIR, toCreateOptions, type SandboxSpec} from './spec.js'
-import {GATEWAY_DEFAULTS} from '../network/gateway/ports.js'
+import {GATEWAY_DEFAULTS, SECRETS_FILE} from '../network/gateway/ports.js'
 import type {GatewaySecrets} from '../network/gateway/server.js'
 import {caCertLine, ensureGatewayCa, ephemeralGatewayCa, liveRules, removeGatewayCa} from '../network/gateway-ca.js'
 import {gatewayAddRule, gatewayAllow} from '../network/firewall.js'
@@ -367,19 +367,17 @@ async function startGateway(ctx: Context, gateway: SandboxSpec, secrets: Gateway
   await removeGate(ctx, gateway.name)
   const id = await ctx.engine.containers.create(toCreateOptions(gateway))
   await ctx.engine.containers.start(id)
-  // Before it is probed ready: into its tmpfs over stdin, so neither docker inspect nor the sandbox sees it.
-  const handed = secrets
-    ? await ctx.engine.containers
-        .exec(id, ['/usr/bin/node', GATEWAY_DEFAULTS.program, '--secrets'], {stdin: JSON.stringify(secrets)})
-        .catch((error: unknown) => ({exitCode: -1, stdout: '', stderr: String(error)}))
-    : {exitCode: 0, stdout: '', stderr: ''}
   const [httpPort, tlsPort] = GATEWAY_PORTS
-  // bash's /dev/tcp, retried: cheaper than a node process, and the gateway's own uid may connect to itself.
-  const probe = `for i in $(seq 100); do (: < /dev/tcp/127.0.0.1/${httpPort} && : < /dev/tcp/127.0.0.1/${tlsPort}) 2> /dev/null && exit 0; sleep 0.1; done; exit 1`
-  const result =
-    handed.exitCode === 0
-      ? await ctx.engine.containers.exec(id, ['bash', '-c', probe]).catch((error: unknown) => ({exitCode: -1, stdout: '', stderr: String(error)}))
-      : handed
+  // One exec, no node of its own: first the secrets, before it is probed ready, into its tmpfs over stdin (so
+  // neither docker inspect nor the sandbox sees them; renamed into place, so that the gateway never reads half
+  // of them); then bash's /dev/tcp, retried (the gateway's own uid may connect to itself).
+  const file = `${GATEWAY_DEFAULTS.stateDir}/${SECRETS_FILE}`
+  const hand = secrets ? `(umask 077 && cat > ${file}.new && mv -f ${file}.new ${file}) || exit 3; ` : ''
+  const probe = `${hand}for i in $(seq 100); do (: < /dev/tcp/127.0.0.1/${httpPort} && : < /dev/tcp/127.0.0.1/${tlsPort}) 2> /dev/null && exit 0; sleep 0.1; done; exit 1`
+  const result = await ctx.engine.containers
+    .exec(id, ['bash', '-c', probe], secrets ? {stdin: JSON.stringify(secrets)} : {})
+    .catch((error: unknown) => ({exitCode: -1, stdout: '', stderr: String(error)}))
+  const handed = {exitCode: result.exitCode === 3 ? 3 : 0, stderr: result.stderr}
   if (result.exitCode === 0) return
   const info = await ctx.engine.containers.inspect(id)
   const logs = info ? await ctx.engine.containers.logs(id, 20).catch(() => '') : ''

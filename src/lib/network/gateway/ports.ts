@@ -7,3 +7,6 @@ export const GATEWAY_DEFAULTS = {
   /** The bundled program in the base image (scripts/bundle-cli.mjs, base-image/Dockerfile). */
   program: '/usr/local/lib/agent-sandbox/egress-gateway.cjs',
 } as const
+
+/** What the CLI hands over on an exec's stdin (lifecycle.ts startGateway, or gateway.ts --secrets), kept in the gateway's tmpfs only. */
+export const SECRETS_FILE = 'secrets.json'

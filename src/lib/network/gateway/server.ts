@@ -22,6 +22,7 @@ import {LIVE_ALLOWLIST, LIVE_RULES, watchedFile} from './live.js'
 import {ALERT_UNRECOGNIZED_NAME, parseClientHello} from './sni.js'
 import type {Minter} from './x509.js'
 import {swapSecrets, type MaskedSecret} from './secrets.js'
+import {SECRETS_FILE} from './ports.js'
 
 export interface GatewayConfig {
   httpPort: number
@@ -52,8 +53,7 @@ export interface GatewayConfig {
 
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade'])
 const HELLO_TIMEOUT_MS = 10_000
-/** What the CLI hands over on an exec's stdin (gateway.ts --secrets), kept in the gateway's tmpfs only. */
-export const SECRETS_FILE = 'secrets.json'
+export {SECRETS_FILE} from './ports.js'
 
 export interface GatewaySecrets {
   ca: {cert: string; key: string}
