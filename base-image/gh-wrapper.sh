@@ -7,6 +7,8 @@
 # GH_TOKEN for github.com (and *.ghe.com), GH_ENTERPRISE_TOKEN plus GH_HOST for
 # GitHub Enterprise Server. The token is read with shell builtins (never in an
 # argv); arguments, stdin/stdout and the exit status pass through untouched.
+# In a sandbox the file holds a surrogate of the token, which the egress
+# gateway swaps for the real one in requests to the App's hosts.
 #
 # Environment (defaults in brackets):
 #   AGENT_SANDBOX_GHAPP_TOKEN_FILE  [/run/secrets/ghapp_token]

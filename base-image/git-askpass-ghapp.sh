@@ -6,6 +6,8 @@
 # prompt, and reads the answer from stdout:
 #   "Username for 'https://github.com': "                 -> x-access-token
 #   "Password for 'https://x-access-token@github.com': "  -> the token
+# In a sandbox the file holds a surrogate of the token: the egress gateway
+# puts the real one in place of it in requests to the App's hosts.
 # The token is read from the file on every call (the host renews it in place),
 # with shell builtins only, so it is never in any process's argv or environment.
 # It answers only for the App's git origin, so the token is not offered to

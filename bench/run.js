@@ -192,6 +192,7 @@ try {
 
 const seconds = (Date.now() - startedAt.getTime()) / 1000
 process.stdout.write(`\n${textTable(rows, peakKiB)}\n\n`)
+for (const r of rows) if (r.note) process.stdout.write(`${r.key}: ${r.note}\n`)
 process.stdout.write(`${rows.length} scenarios in ${Math.round(seconds)} s; ratios are medians of per-pair ratios (ours / baseline)\n`)
 const failed = rows.filter((r) => r.error)
 const missed = rows.filter((r) => verdict(r) === 'MISSES')

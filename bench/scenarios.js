@@ -170,6 +170,74 @@ function gatewayTeardown(ctx) {
 
 const extra = (ctx, key) => String(ctx.extra[key])
 
+/**
+ * The interception rows' site: `/` answers `ok`, `/big` streams $SIZE MiB. Its certificate comes from a
+ * bench CA that the workspace image trusts (a line in its Dockerfile, as a company image trusts its own
+ * CA), so the gateway, which verifies what it re-originates, accepts it.
+ */
+const SITE_BIG = `const chunk = Buffer.alloc(1 << 20, 'x');
+require('https').createServer({cert: process.env.CERT, key: process.env.KEY}, (q, r) => {
+  if (q.url !== '/big') return r.end('ok');
+  let left = Number(process.env.SIZE);
+  r.writeHead(200, {'content-length': left * chunk.length});
+  const more = () => { while (left > 0) { left--; if (!r.write(chunk)) return void r.once('drain', more) } r.end() };
+  more();
+}).listen(443);`
+/** `$2` sequential verified HTTPS GETs (trust: the system bundle, which holds the bench CA and, in the sandbox, the gateway's CA). */
+const GETS_VERIFIED = 'for i in $(seq "$2"); do curl -sf -o /dev/null --resolve "$0:443:$1" "https://$0/" || exit 1; done'
+/** One download of `/big`, failing unless all of it arrived. */
+const DOWNLOAD = 'test "$(curl -sf -o /dev/null -w "%{size_download}" --resolve "$0:443:$1" "https://$0/big")" = "$2"'
+const DOWNLOAD_MIB = (ctx) => (ctx.smoke ? 20 : 200)
+
+/**
+ * A sandbox whose gateway intercepts the site (an httpRules entry for it: GET and HEAD), on a network of
+ * the bench's own. Made once for the interception rows; ctx.extra.gwi holds its names.
+ */
+function interceptSetup(ctx) {
+  if (ctx.extra.gwi) return
+  const net = `asb-bench-${ctx.id}-gwinet`
+  const site = `asb-bench-${ctx.id}-gwisite`
+  docker('network', 'create', ...label(ctx), net)
+  const dir = join(ctx.root, 'gwi-cert')
+  mkdirSync(dir, {recursive: true})
+  const ssl = (...args) => sh('openssl', args, {cwd: dir})
+  ssl('req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-days', '1', '-subj', '/CN=bench CA', '-keyout', 'ca.key', '-out', 'ca.pem')
+  ssl('req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-subj', `/CN=${site}`, '-keyout', 'key.pem', '-out', 'site.csr')
+  writeFileSync(join(dir, 'ext.cnf'), `subjectAltName=DNS:${site}\n`)
+  ssl('x509', '-req', '-in', 'site.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '1', '-extfile', 'ext.cnf', '-out', 'cert.pem')
+  const pem = (f) => sh('cat', [join(dir, f)]).stdout
+  const size = DOWNLOAD_MIB(ctx)
+  docker('run', '-d', '--name', site, ...label(ctx), '--network', net, '-e', `CERT=${pem('cert.pem')}`, '-e', `KEY=${pem('key.pem')}`, '-e', `SIZE=${size}`, '--entrypoint', 'node', '--user', 'root', ctx.baseImage, '-e', SITE_BIG)
+  const ws = makeGitWorkspace(ctx.root, 'gwi')
+  cliSync(ctx.root, ['init', ws])
+  const dockerfile = join(ws, '.agent-sandbox', 'Dockerfile')
+  const caLine = pem('ca.pem').trim().replace(/\n/g, '\\n')
+  writeFileSync(dockerfile, `${sh('cat', [dockerfile]).stdout}\nRUN printf '%b' '${caLine}\\n' > /usr/local/share/ca-certificates/bench.crt && update-ca-certificates\n`)
+  writeFileSync(join(ws, '.agent-sandbox', 'config.json'), `${JSON.stringify({dockerNetwork: net, allowDomains: [site], httpRules: [{host: site, methods: ['GET', 'HEAD']}]}, null, 2)}\n`)
+  cliSync(ctx.root, ['trust', ws, '--yes'])
+  cliSync(ctx.root, ['build', ws])
+  const name = JSON.parse(cliSync(ctx.root, ['start', ws, '--json']).stdout).name
+  const address = sh('docker', ['exec', '-u', 'node', name, 'sandbox-exec', 'getent', 'ahostsv4', site]).stdout.split(/\s/)[0]
+  ctx.extra.gwi = {net, site, name, address, bytes: String(size * 1024 * 1024)}
+}
+/** @returns {{net: string, site: string, name: string, address: string, bytes: string}} */
+const gwiOf = (ctx) => /** @type {any} */ (ctx.extra.gwi)
+const asAgentIn = (name, ...argv) => dockerStep('exec', '-u', 'node', name, '/usr/local/bin/sandbox-exec', ...argv)
+/** The gateway's resident memory (its node process is the container's PID 1), for a row's note. */
+function gatewayMemory(ctx) {
+  const status = sh('docker', ['exec', `${gwiOf(ctx).name}-gateway`, 'cat', '/proc/1/status']).stdout
+  const mib = (key) => `${(Number(new RegExp(`${key}:\\s+(\\d+)`).exec(status)?.[1] ?? 0) / 1024).toFixed(1)}`
+  return `gateway VmRSS ${mib('VmRSS')} MiB (anonymous ${mib('RssAnon')}, file ${mib('RssFile')}) after the row`
+}
+function interceptTeardown(ctx) {
+  const gwi = gwiOf(ctx)
+  if (!gwi) return
+  rmSandbox(gwi.name)
+  rmForce(gwi.site)
+  sh('docker', ['network', 'rm', gwi.net], {allowFailure: true})
+  delete ctx.extra.gwi
+}
+
 export const scenarios = [
   {
     key: 'startup',
@@ -417,6 +485,17 @@ export const scenarios = [
     b: {steps: (ctx) => [cli(ctx, 'list', '--json')]},
   },
   {
+    // Where stop's floor is: a node program that makes only the one stop call.
+    key: 'stop-floor',
+    title: 'floor: any node program stopping the sandbox (no target)',
+    ours: '`node bench/floor-stop.cjs <c>`: start node, make the one Engine API stop call, exit (no NODE_EXTRA_CA_CERTS)',
+    base: '`docker stop <c>` of the same sandbox',
+    smoke: false,
+    runs: 5,
+    a: {before: (ctx) => cliSync(ctx.root, ['start', ctx.ws]), steps: (ctx) => [{argv: ['node', join(REPO, 'bench', 'floor-stop.cjs'), ctx.name], env: noExtraCa}]},
+    b: {before: (ctx) => cliSync(ctx.root, ['start', ctx.ws]), steps: (ctx) => [dockerStep('stop', ctx.name)]},
+  },
+  {
     key: 'list-floor',
     cheap: true,
     title: 'floor: any node program listing (no target)',
@@ -438,6 +517,33 @@ export const scenarios = [
     teardown: gatewayTeardown,
     a: {steps: (ctx) => [dockerStep('exec', '-u', 'node', extra(ctx, 'gwSandbox'), '/usr/local/bin/sandbox-exec', 'bash', '-c', GETS, ...getsArgs(ctx))]},
     b: {steps: (ctx) => [dockerStep('exec', `${extra(ctx, 'gwSandbox')}-gateway`, 'bash', '-c', GETS, ...getsArgs(ctx))]},
+  },
+  {
+    key: 'gateway-intercept',
+    title: '200 sequential HTTPS GETs to a local test site intercepted by the egress gateway (issue 17)',
+    ours: 'curl ×200 as the agent (verified; HTTP/2 offered): the gateway terminates TLS with the sandbox CA, checks the rules, re-originates verified TLS (HTTP/1.1, keep-alive)',
+    base: 'the same curl ×200 from the gateway container itself (its uid goes out direct: the firewall alone)',
+    target: 1.3,
+    smoke: true,
+    runs: 5,
+    setup: interceptSetup,
+    a: {steps: (ctx) => [asAgentIn(gwiOf(ctx).name, 'bash', '-c', GETS_VERIFIED, gwiOf(ctx).site, gwiOf(ctx).address, ctx.smoke ? '20' : '200')]},
+    b: {steps: (ctx) => [dockerStep('exec', `${gwiOf(ctx).name}-gateway`, 'bash', '-c', GETS_VERIFIED, gwiOf(ctx).site, gwiOf(ctx).address, ctx.smoke ? '20' : '200')]},
+    note: gatewayMemory,
+  },
+  {
+    key: 'gateway-download',
+    title: 'a 200 MiB HTTPS download from a local test site intercepted by the egress gateway (issue 17)',
+    ours: 'curl as the agent (HTTP/2 to the gateway, HTTP/1.1 from it to the site)',
+    base: 'the same curl from the gateway container itself (the firewall alone); target 1.25× time = 0.8× throughput',
+    target: 1.25,
+    smoke: true,
+    runs: 5,
+    setup: interceptSetup,
+    teardown: interceptTeardown,
+    a: {steps: (ctx) => [asAgentIn(gwiOf(ctx).name, 'bash', '-c', DOWNLOAD, gwiOf(ctx).site, gwiOf(ctx).address, gwiOf(ctx).bytes)]},
+    b: {steps: (ctx) => [dockerStep('exec', `${gwiOf(ctx).name}-gateway`, 'bash', '-c', DOWNLOAD, gwiOf(ctx).site, gwiOf(ctx).address, gwiOf(ctx).bytes)]},
+    note: gatewayMemory,
   },
   {
     key: 'parallel',

@@ -76,7 +76,7 @@ for suite in "${suites[@]}"; do
         test/integration/lifecycle.test.ts test/integration/run.test.ts test/integration/bad-input.test.ts \
         test/integration/branch.test.ts test/integration/git-guardrails.test.ts test/integration/host-git.test.ts \
         test/integration/protected-watch.test.ts test/integration/root-env.test.ts test/integration/dns.test.ts \
-        test/integration/gateway.test.ts test/integration/gateway-intercept.test.ts test/integration/gateway-ops.test.ts
+        test/integration/gateway.test.ts test/integration/gateway-intercept.test.ts test/integration/gateway-ops.test.ts test/integration/github-app.test.ts
       rc=$?
       count_vitest "$out/podman.json" podman
       [ "$rc" -eq 0 ] || [ -s "$out/podman.json" ] || broken=$((broken + 1))

@@ -5,11 +5,14 @@
  * buildGatewaySpec). `node egress-gateway.cjs --allow DOMAIN...` adds domains to
  * the running gateway's allowlist, `--rule JSON` an httpRule (firewall allow),
  * and `--describe` prints the rules in force and the masked secrets' names and
- * hosts (never their values; doctor). These run over an exec into the gateway
- * container: its tmpfs is out of the sandbox's reach. Messages go to stderr as
+ * hosts (never their values; doctor); `--secrets` takes its CA and masked
+ * secrets on stdin, and `--secret NAME` a new value for one of them (a renewed
+ * GitHub App token), which the running gateway reads at its next request.
+ * These run over an exec into the gateway container: its tmpfs is out of the
+ * sandbox's reach. Messages go to stderr as
  * `egress-gateway: ...`, which `start` reports if the gateway does not come up.
  */
-import {appendFileSync, existsSync, readFileSync, writeFileSync} from 'node:fs'
+import {appendFileSync, existsSync, readFileSync, renameSync, writeFileSync} from 'node:fs'
 import {rootCertificates} from 'node:tls'
 import {join} from 'node:path'
 import {SECRETS_FILE, startGateway, type GatewaySecrets} from './lib/network/gateway/server.js'
@@ -50,13 +53,26 @@ async function main(argv: string[]): Promise<void> {
     process.stdout.write(`${JSON.stringify({rules: [...configRules(), ...live], live, masked: secrets.map((s) => ({name: s.name, hosts: s.hosts}))})}\n`)
     return
   }
+  // From the CLI over this exec's stdin: never an argument, an env variable or a file outside this tmpfs.
+  // Written whole and renamed into place, so the serving process never reads half a file.
+  const save = (secrets: GatewaySecrets) => {
+    const path = join(stateDir, SECRETS_FILE)
+    writeFileSync(`${path}.new`, JSON.stringify(secrets), {mode: 0o600})
+    renameSync(`${path}.new`, path)
+  }
   if (argv[0] === '--secrets') {
-    // From the CLI over this exec's stdin: never an argument, an env variable or a file outside this tmpfs.
-    const chunks: Buffer[] = []
-    for await (const c of process.stdin) chunks.push(c as Buffer)
-    const secrets = JSON.parse(Buffer.concat(chunks).toString('utf8')) as GatewaySecrets
+    const secrets = JSON.parse(await stdin()) as GatewaySecrets
     if (!secrets.ca?.cert || !secrets.ca?.key) throw new Error('--secrets: no CA on stdin')
-    writeFileSync(join(stateDir, SECRETS_FILE), JSON.stringify(secrets), {mode: 0o600})
+    save(secrets)
+    return
+  }
+  if (argv[0] === '--secret' && argv[1]) {
+    const value = (await stdin()).trim()
+    const secrets = JSON.parse(readFileSync(join(stateDir, SECRETS_FILE), 'utf8')) as GatewaySecrets
+    const entry = secrets.secrets?.find((s) => s.name === argv[1])
+    if (!entry || !value) throw new Error(`--secret: no secret ${argv[1]}, or no value on stdin`)
+    entry.value = value
+    save(secrets)
     return
   }
   const [httpPort, tlsPort] = ports()
@@ -82,6 +98,12 @@ async function main(argv: string[]): Promise<void> {
   const stop = () => void gateway.close().finally(() => process.exit(0))
   process.on('SIGTERM', stop)
   process.on('SIGINT', stop)
+}
+
+async function stdin(): Promise<string> {
+  const chunks: Buffer[] = []
+  for await (const c of process.stdin) chunks.push(c as Buffer)
+  return Buffer.concat(chunks).toString('utf8')
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {

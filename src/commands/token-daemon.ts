@@ -7,7 +7,7 @@ import {daemonPidPath, readPid, refresherAlive, tokenPaths} from '../lib/github/
 export default class TokenDaemon extends Command {
   static override summary = 'Keep the GitHub App tokens of every running sandbox fresh (foreground; for a user systemd service).'
   static override description =
-    'Renews each sandbox\'s installation token github.refreshMarginSeconds before it expires, writing it atomically to the file mounted read-only at /run/secrets/ghapp_token. Sandboxes are found by the label dev.agent-sandbox.ghapp=1. Without a daemon, `start` spawns one refresher per sandbox instead. See docs/github-app.md.'
+    'Renews each sandbox\'s installation token github.refreshMarginSeconds before it expires, keeping it on the host and handing it to the sandbox\'s egress gateway (the sandbox itself holds only a surrogate, in /run/secrets/ghapp_token). Sandboxes are found by the label dev.agent-sandbox.ghapp=1. Without a daemon, `start` spawns one refresher per sandbox instead. See docs/github-app.md.'
   static override examples = ['<%= config.bin %> token-daemon', 'systemctl --user enable --now agent-sandbox-token-daemon']
   static override flags = {
     container: Flags.string({description: 'refresh only this sandbox and exit when it is gone (what `start` spawns)', hidden: true}),

@@ -29,14 +29,33 @@ const answer = (q, r) => {
   console.log(JSON.stringify(q.headers));
   r.end('hi from ' + process.env.NAME + ' ' + q.method + ' ' + q.url + ' host=' + q.headers.host + (q.headers.authorization ? ' auth=' + q.headers.authorization : '') + '\\n');
 };
-http.createServer(answer).listen(80, '::');
-https.createServer({cert: process.env.CERT, key: process.env.KEY}, answer).listen(443, '::');`
+// WebSocket: accept, then answer each short text frame with 'echo:<text> auth=<Authorization of the upgrade>'; a close frame is answered and ends it.
+const ws = (q, s) => {
+  const accept = require('crypto').createHash('sha1').update(q.headers['sec-websocket-key'] + '258EAFA5-E914-47DA-95CA-C5AB0DC85B11').digest('base64');
+  s.write('HTTP/1.1 101 Switching Protocols\\r\\nupgrade: websocket\\r\\nconnection: Upgrade\\r\\nsec-websocket-accept: ' + accept + '\\r\\n\\r\\n');
+  s.on('data', (d) => {
+    if ((d[0] & 0x0f) === 8) return s.end(Buffer.from([0x88, 0]));
+    const mask = d.subarray(2, 6), text = Buffer.from(d.subarray(6, 6 + (d[1] & 0x7f)).map((b, i) => b ^ mask[i % 4]));
+    const out = Buffer.from('echo:' + text + ' auth=' + (q.headers.authorization || ''));
+    s.write(Buffer.concat([Buffer.from([0x81, out.length]), out]));
+  });
+  s.on('error', () => {});
+};
+http.createServer(answer).on('upgrade', ws).listen(80, '::');
+https.createServer({cert: process.env.CERT, key: process.env.KEY}, answer).on('upgrade', ws).listen(443, '::');`
 
 /** `node -e ISSUER URL`: GET with node's https (trust from NODE_EXTRA_CA_CERTS), printing the body and the certificate's issuer O. */
 const ISSUER = `require('https').get(process.argv[1], (res) => {
   const issuer = res.socket.getPeerCertificate().issuer.O;
   let b = ''; res.on('data', (c) => (b += c)); res.on('end', () => console.log(res.statusCode + ' ' + issuer + ' ' + b.trim()));
 }).on('error', (e) => { console.log('error ' + (e.code || e.message)); process.exit(1) });`
+
+/** `node --experimental-websocket -e WS URL`: node's own WebSocket client; prints the first message, or `error` when the upgrade is refused. */
+const WS = `const w = new WebSocket(process.argv[1]);
+w.onopen = () => w.send('ping');
+w.onmessage = (m) => { console.log('message ' + m.data); process.exit(0) };
+w.onerror = () => { console.log('error'); process.exit(0) };`
+const wsArgs = ['--experimental-websocket', '--no-warnings', '-e', WS]
 
 const workspaces: string[] = []
 let network = ''
@@ -111,11 +130,14 @@ beforeAll(async () => {
 })
 
 describe('interception of hosts with httpRules', () => {
+  /** The masked secret's value: a run with it gets a gateway. */
+  const RUN_ENV = {GWI_RUN_TOKEN: `sk-gwi-${randomBytes(8).toString('hex')}`}
   let ws = ''
   let sandbox = ''
 
   beforeAll(async () => {
-    ;({ws, sandbox} = await started('gwi', {httpRules: [{host: api, methods: ['GET', 'HEAD'], paths: ['/pub/*']}]}))
+    // A masked secret: a run with its value set gets a gateway of its own, a run without it the firewall alone
+    ;({ws, sandbox} = await started('gwi', {httpRules: [{host: api, methods: ['GET', 'HEAD'], paths: ['/pub/*']}], secretEnv: [{name: 'GWI_RUN_TOKEN', hosts: [api]}]}))
   })
 
   it('an intercepted HTTPS GET works with curl and with node (trust through the system bundle and NODE_EXTRA_CA_CERTS); the certificate is the sandbox CA\'s', async () => {
@@ -160,12 +182,42 @@ describe('interception of hosts with httpRules', () => {
     expect((await curl(ws, '-H', `Host: ${api}`, `https://${api}/pub/x`)).stdout).toBe(`hi from api GET /pub/x host=${api}`)
   })
 
+  it('speaks HTTP/2 with a client that offers it (ALPN h2) and applies the rules per request: a path outside them is refused over h2, the allowed twin works', async () => {
+    const open = await control('--http2', `https://${api}/private-h2`)
+    expect(open.stdout, open.stderr).toBe(`hi from api GET /private-h2 host=${api}`) // control: the site answers that path
+    const ok = await curl(ws, '--http2', '-w', ' %{http_version} %{http_code}', `https://${api}/pub/h2?q=1`)
+    expect(ok.stdout, ok.stderr).toBe(`hi from api GET /pub/h2?q=1 host=${api}\n 2 200`)
+    const blocked = await curl(ws, '--http2', '-w', ' %{http_version} %{http_code}', `https://${api}/private-h2`)
+    expect(blocked.stdout).toBe(`agent-sandbox gateway: GET ${api}/private-h2 refused: path /private-h2 not in httpRules ${api} methods GET,HEAD paths /pub/*\n 2 403`)
+    const post = await curl(ws, '--http2', '-X', 'POST', '--data', 'x', '-w', ' %{http_version} %{http_code}', `https://${api}/pub/h2`)
+    expect(post.stdout).toMatch(/refused: method POST not in httpRules .*\n 2 403$/)
+    // several requests on one HTTP/2 connection (curl multiplexes them)
+    const many = await curl(ws, '--http2', '-Z', `https://${api}/pub/m1`, `https://${api}/pub/m2`, `https://${api}/pub/m3`)
+    expect(many.stdout.split('\n').sort()).toEqual([1, 2, 3].map((i) => `hi from api GET /pub/m${i} host=${api}`))
+    const log = await requests(ws)
+    expect(log.find((e) => e.path === '/pub/h2' && e.method === 'GET')).toMatchObject({host: api, status: 200, decision: 'allowed', rule: `allowlist ${api}; httpRules ${api} methods GET,HEAD paths /pub/*; HTTP/2`})
+    expect(log.find((e) => e.path === '/private-h2')).toMatchObject({host: api, status: 403, decision: 'blocked'})
+  })
+
+  it('passes a WebSocket through an intercepted host after applying the rules to its upgrade request (101, logged); a path outside them is refused', async () => {
+    const open = must(await docker('run', '--rm', '--label', LABEL, '--network', network, '-v', `${certDir}/ca.pem:/ca.pem:ro`, '-e', 'NODE_EXTRA_CA_CERTS=/ca.pem', '--entrypoint', 'node', BASE_IMAGE, ...wsArgs, `wss://${api}/private-ws`), 'control')
+    expect(open.stdout.trim()).toBe('message echo:ping auth=') // control: the site takes a WebSocket on that path
+    const ok = await sbx(ws, 'node', ...wsArgs, `wss://${api}/pub/ws`)
+    expect(ok.stdout.trim(), ok.stderr).toBe('message echo:ping auth=')
+    const blocked = await sbx(ws, 'node', ...wsArgs, `wss://${api}/private-ws`)
+    expect(blocked.stdout.trim(), blocked.stderr).toBe('error')
+    const log = await requests(ws)
+    expect(log.find((e) => e.path === '/pub/ws')).toMatchObject({method: 'GET', host: api, status: 101, decision: 'allowed'})
+    expect(log.find((e) => e.path === '/private-ws')).toMatchObject({method: 'GET', host: api, status: 403, decision: 'blocked', rule: `path /private-ws not in httpRules ${api} methods GET,HEAD paths /pub/*`})
+  })
+
   it('logs blocked requests with the rule, and allowed ones with the rule that admitted them', async () => {
     await curl(ws, '-X', 'PUT', `https://${api}/pub/logged`)
     await curl(ws, `https://${api}/pub/logged-ok`)
     const log = await requests(ws)
     expect(log.find((e) => e.path === '/pub/logged')).toMatchObject({method: 'PUT', host: api, status: 403, decision: 'blocked', rule: `method PUT not in httpRules ${api} methods GET,HEAD paths /pub/*`})
-    expect(log.find((e) => e.path === '/pub/logged-ok')).toMatchObject({method: 'GET', host: api, status: 200, decision: 'allowed', rule: `allowlist ${api}; httpRules ${api} methods GET,HEAD paths /pub/*`})
+    // curl offers h2, which the gateway now speaks on intercepted hosts
+    expect(log.find((e) => e.path === '/pub/logged-ok')).toMatchObject({method: 'GET', host: api, status: 200, decision: 'allowed', rule: `allowlist ${api}; httpRules ${api} methods GET,HEAD paths /pub/*; HTTP/2`})
     const text = await cli(['firewall', 'log', ws])
     expect(text.stdout).toContain(`BLOCK  403  PUT  ${api}/pub/logged`)
   })
@@ -194,8 +246,8 @@ describe('interception of hosts with httpRules', () => {
     expect((await curl(ws, `https://${api}/pub/again`)).stdout).toBe(`hi from api GET /pub/again host=${api}`)
   })
 
-  it('a one-shot run has a gateway of its own: a path outside the rules is refused and listed at the end, the allowed one works; the exit code passes through; nothing is left', async () => {
-    const r = await cli(['run', ws, '--', 'bash', '-c', `curl -sS --max-time 20 -w ' %{http_code}\\n' https://${api}/private; curl -sS --max-time 20 -w ' %{http_code}' https://${api}/pub/run; exit 7`])
+  it('a one-shot run with a masked secret has a gateway of its own: a path outside the rules is refused and listed at the end, the allowed one works; the exit code passes through; nothing is left', async () => {
+    const r = await cli(['run', ws, '--', 'bash', '-c', `curl -sS --max-time 20 -w ' %{http_code}\\n' https://${api}/private; curl -sS --max-time 20 -w ' %{http_code}' https://${api}/pub/run; exit 7`], {env: RUN_ENV})
     expect(r.exitCode, r.stderr).toBe(7)
     expect(r.stdout).toBe(`agent-sandbox gateway: GET ${api}/private refused: path /private not in httpRules ${api} methods GET,HEAD paths /pub/*\n 403\nhi from api GET /pub/run host=${api}\n 200`)
     expect(r.stderr).toMatch(new RegExp(`agent-sandbox: egress gateway refused: \\S+  BLOCK  403  GET  ${api}/private  \\d+B  \\(path /private not in httpRules`))
@@ -203,14 +255,30 @@ describe('interception of hosts with httpRules', () => {
     expect(await runContainers(ws)).toEqual([])
   })
 
+  it('a one-shot run without a masked secret has no gateway (the firewall alone): no gateway container, and a path outside httpRules reaches the site; no refusals listed', async () => {
+    const child = execa(BIN, ['run', ws, '--', 'bash', '-c', `curl -sS --max-time 20 -w ' %{http_code}' https://${api}/private-plain; sleep 3`], {env: {XDG_STATE_HOME: TEST_STATE_HOME, GWI_RUN_TOKEN: undefined}, reject: false, stdin: 'ignore'})
+    let seen: string[] = []
+    for (let i = 0; i < 240 && !seen.length; i++) {
+      seen = await runContainers(ws)
+      await new Promise((resolve) => setTimeout(resolve, 250))
+    }
+    expect(seen).toHaveLength(1) // the run container, alone
+    expect(seen[0]).not.toMatch(/-gateway$/)
+    const r = await child
+    expect(r.exitCode, r.stderr).toBe(0)
+    expect(r.stdout).toBe(`hi from api GET /private-plain host=${api}\n 200`)
+    expect(r.stderr).not.toContain('egress gateway')
+    expect(await runContainers(ws)).toEqual([])
+  })
+
   it("a run's gateway goes with it: after a clean exit, a timeout and an interrupt (SIGTERM) of the CLI", async () => {
-    const ok = await cli(['run', ws, '--', 'true'])
+    const ok = await cli(['run', ws, '--', 'true'], {env: RUN_ENV})
     expect(ok.exitCode, ok.stderr).toBe(0)
     expect(await runContainers(ws)).toEqual([])
-    const timedOut = await cli(['run', ws, '--timeout', '3s', '--', 'sleep', '60'])
+    const timedOut = await cli(['run', ws, '--timeout', '3s', '--', 'sleep', '60'], {env: RUN_ENV})
     expect(timedOut.exitCode, timedOut.stderr).toBe(124)
     expect(await runContainers(ws)).toEqual([])
-    const child = execa(BIN, ['run', ws, '--', 'sleep', '60'], {env: {XDG_STATE_HOME: TEST_STATE_HOME}, reject: false, stdin: 'ignore'})
+    const child = execa(BIN, ['run', ws, '--', 'sleep', '60'], {env: {XDG_STATE_HOME: TEST_STATE_HOME, ...RUN_ENV}, reject: false, stdin: 'ignore'})
     // control: while it runs, the run and its gateway are there
     let seen: string[] = []
     for (let i = 0; i < 240 && !seen.some((n) => n.endsWith('-gateway')); i++) {
@@ -287,6 +355,16 @@ describe('masked secrets', () => {
     expect(basic.stdout, basic.stderr).toBe(`hi from api GET /basic host=${api} auth=Basic ${Buffer.from(`me:${REAL}`).toString('base64')}`)
   })
 
+  it('over HTTP/2 too: the declared host receives the real value, an undeclared one refuses the surrogate (the twin without it works)', async () => {
+    const h2 = (args: string) => sbx(ws, 'bash', '-c', `curl -sS --max-time 20 --http2 -w ' %{http_version} %{http_code}' ${args}`)
+    const swapped = await h2(`-H "Authorization: Bearer $GWIIT_TOKEN" https://${api}/secret-h2`)
+    expect(swapped.stdout, swapped.stderr).toBe(`hi from api GET /secret-h2 host=${api} auth=Bearer ${REAL}\n 2 200`)
+    const leak = await h2(`-H "Authorization: Bearer $GWIIT_TOKEN" https://${plain}/leak-h2`)
+    expect(leak.stdout).toBe(`agent-sandbox gateway: GET ${plain}/leak-h2 refused: secret GWIIT_TOKEN is not for ${plain} (declared for ${api})\n 2 403`)
+    expect((await h2(`-H "Authorization: Bearer nothing-secret" https://${plain}/twin-h2`)).stdout).toBe(`hi from plain GET /twin-h2 host=${plain} auth=Bearer nothing-secret\n 2 200`)
+    expect(must(await docker('logs', name('plain')), 'site log').stdout).not.toContain(surrogate)
+  })
+
   it('a surrogate sent to an undeclared allowlisted host is refused (403) and logged; that host never gets the real value; the same request without it works', async () => {
     const r = await sbx(ws, 'bash', '-c', `curl -sS --max-time 20 -w '%{http_code}' -H "Authorization: Bearer $GWIIT_TOKEN" https://${plain}/leak`)
     expect(r.stdout).toBe(`agent-sandbox gateway: GET ${plain}/leak refused: secret GWIIT_TOKEN is not for ${plain} (declared for ${api})\n403`)
@@ -304,7 +382,7 @@ describe('masked secrets', () => {
     expect(must(await docker('logs', name('api')), 'site log').stdout).toContain(REAL) // control
     const log = await requests(ws)
     expect(log.find((e) => e.path === '/leak')).toMatchObject({host: plain, status: 403, decision: 'blocked', rule: `secret GWIIT_TOKEN is not for ${plain} (declared for ${api})`})
-    expect(log.find((e) => e.path === '/secret')).toMatchObject({host: api, status: 200, decision: 'allowed', rule: `allowlist ${api}; secrets GWIIT_TOKEN`})
+    expect(log.find((e) => e.path === '/secret')).toMatchObject({host: api, status: 200, decision: 'allowed', rule: `allowlist ${api}; secrets GWIIT_TOKEN; HTTP/2`})
   })
 
   it('the real value is absent from the sandbox: env, /proc, files, docker inspect, and from the logs; the gateway alone holds it', async () => {

@@ -459,7 +459,9 @@ describe('init --clone of a repository that ships .agent-sandbox/', () => {
     expect(review.stdout).toContain('--- template Dockerfile')
     expect(review.stdout).toContain('+RUN echo hostile-build-step')
     expect(review.stdout).toContain('widens   secretEnv: + TRUST_IT_SECRET')
-    const show = await sbx(['show-run', target], cloneEnv)
+    // A sandbox needs the App's git URL on HTTPS port 443 (the gateway puts the token in; docs/github-app.md):
+    // this clone went over the stand-in's plain HTTP, so show-run is told the URL a real service has.
+    const show = await sbx(['show-run', target], {...cloneEnv, AGENT_SANDBOX_GITHUB_GIT_URL: `https://${FAKE}`})
     expect(show.exitCode, show.stderr).toBe(0)
     expect(show.stdout).toContain(`--env ${SECRET_NAME}`)
     expect(show.stdout).not.toContain(SECRET)

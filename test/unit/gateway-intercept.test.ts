@@ -5,7 +5,8 @@ import {connect, createServer} from 'node:tls'
 import {describe, expect, it} from 'vitest'
 import {checkRules, DEFAULT_HTTP_RULES, isHttpRule, layerWithRule, mergeHttpRules, normaliseRequestPath, parseRuleLines, planRuleAdd, rulesFor, rulesLoosen} from '../../src/lib/network/gateway/rules.js'
 import {makeSurrogate, swapSecrets, type MaskedSecret} from '../../src/lib/network/gateway/secrets.js'
-import {createCa, createMinter} from '../../src/lib/network/gateway/x509.js'
+import {createLeafMinter} from '../../src/lib/network/gateway/leaf.js'
+import {createCa} from '../../src/lib/network/gateway/x509.js'
 
 describe('httpRules', () => {
   const rules = [
@@ -93,7 +94,7 @@ describe('the per-sandbox CA', () => {
     const ca = await createCa('asbx-test')
     expect(ca.cert).toMatch(/^-----BEGIN CERTIFICATE-----\n/)
     expect(ca.key).toMatch(/^-----BEGIN PRIVATE KEY-----\n/)
-    const minter = await createMinter(ca)
+    const minter = createLeafMinter(ca)
     const leaf = await minter.leaf('a.test')
     expect(await minter.leaf('a.test')).toBe(leaf) // cached
     const server = createServer({cert: leaf.cert, key: leaf.key}, (s) => s.end('ok'))

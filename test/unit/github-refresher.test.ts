@@ -25,7 +25,7 @@ import {
   runRefreshLoop,
   type AppRecord,
 } from '../../src/lib/github/refresher.js'
-import {readStatus, readToken, tokenPaths, writeStatus} from '../../src/lib/github/token-store.js'
+import {readStatus, readSurrogate, readToken, tokenPaths, writeStatus} from '../../src/lib/github/token-store.js'
 
 describe('schedule', () => {
   it('backs off 2 s, 4 s, 8 s … up to a minute', () => {
@@ -76,6 +76,25 @@ describe('refreshTarget', () => {
     expect(readStatus(paths)).toEqual({lastSuccess: '1970-01-01T00:00:01.000Z', expiresAt: '2031-01-01T00:00:00Z', failures: 0})
   })
 
+  it('hands the new token to the gateway; a hand-over that fails is a failed refresh, retried', async () => {
+    const token = (c: string) => `ghs_${c.repeat(36)}`
+    const paths = await provisionToken('sbx', record, env, {mint: async () => ({token: token('1'), expiresAt: '2030-01-01T00:00:00Z'}), now: () => 0})
+    const surrogate = readSurrogate(paths)
+    expect(surrogate).toMatch(/^ghs_[A-Za-z0-9]{36}$/)
+    const deliver = vi.fn(async () => undefined)
+    expect(await refreshTarget({name: 'sbx', paths, record}, {mint: async () => ({token: token('2'), expiresAt: '2031-01-01T00:00:00Z'}), now: () => 1000, deliver})).toBeUndefined()
+    expect(deliver).toHaveBeenCalledWith('sbx', token('2'))
+    expect(readToken(paths)).toBe(token('2'))
+    // The sandbox's surrogate stays as it was: only the gateway's value changes.
+    expect(readSurrogate(paths)).toBe(surrogate)
+    const refused = vi.fn(async () => {
+      throw new GithubAppError('cannot hand the new token to the egress gateway sbx-gateway: no such container')
+    })
+    const error = await refreshTarget({name: 'sbx', paths, record}, {mint: async () => ({token: 'ghs_three', expiresAt: '2032-01-01T00:00:00Z'}), now: () => 2000, deliver: refused})
+    expect(error).toMatch(/egress gateway sbx-gateway/)
+    expect(readStatus(paths)).toMatchObject({failures: 1, lastError: expect.stringContaining('egress gateway'), nextAttemptAt: new Date(4000).toISOString()})
+  })
+
   it('records a failure with its retry time and leaves the last token in place', async () => {
     const paths = await provisionToken('sbx', record, env, {mint: async () => ({token: 'ghs_kept', expiresAt: '2030-01-01T00:00:00Z'}), now: () => 0})
     const failing = async () => {
@@ -117,6 +136,7 @@ describe('refreshTarget', () => {
 function engineWith(rows: Array<{name: string; state: string; labels?: Record<string, string>}>): Engine {
   return fakeEngine({
     containers: {
+      exec: vi.fn(async () => ({exitCode: 0, stdout: '', stderr: ''})),
       list: vi.fn(async (labels: Record<string, string>) =>
         rows
           .filter((r) => Object.entries(labels).every(([k, v]) => r.labels?.[k] === v))
@@ -145,6 +165,8 @@ describe('runRefreshLoop', () => {
     await runRefreshLoop({engine, env, container: 'sbx', signal: new AbortController().signal, log, deps: {mint}})
     expect(mint).toHaveBeenCalledTimes(2)
     expect(readToken(tokenPaths('sbx', env))).toBe('ghs_2')
+    // Each new token went to the sandbox's gateway, over stdin (never an argument).
+    expect(engine.containers.exec).toHaveBeenCalledWith('sbx-gateway', ['/usr/bin/node', '/usr/local/lib/agent-sandbox/egress-gateway.cjs', '--secret', 'github-app-token'], {stdin: 'ghs_2'})
     expect(log.mock.calls.at(-1)?.[0]).toBe('sbx: container gone; refresher exiting')
   }, 10_000)
 

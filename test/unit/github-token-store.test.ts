@@ -9,6 +9,7 @@ import {
   formatGithubState,
   humanDuration,
   readStatus,
+  readSurrogate,
   readToken,
   refresherAlive,
   runtimeBase,
@@ -33,6 +34,7 @@ describe('paths', () => {
       dir: '/run/user/1000/agent-sandbox/agent-sandbox-app-abc',
       secretsDir: '/run/user/1000/agent-sandbox/agent-sandbox-app-abc/secrets',
       token: '/run/user/1000/agent-sandbox/agent-sandbox-app-abc/secrets/ghapp_token',
+      real: '/run/user/1000/agent-sandbox/agent-sandbox-app-abc/token',
       status: '/run/user/1000/agent-sandbox/agent-sandbox-app-abc/status.json',
       app: '/run/user/1000/agent-sandbox/agent-sandbox-app-abc/app.json',
       pid: '/run/user/1000/agent-sandbox/agent-sandbox-app-abc/refresher.pid',
@@ -96,16 +98,46 @@ describe('atomic writes', () => {
     expect(readFileSync(file, 'utf8')).toBe('kept')
   })
 
-  it('writes the token into secrets/ with private modes, and reads it back trimmed', () => {
+  it('keeps the token on the host and puts only a surrogate of its shape in secrets/, with private modes', () => {
     const paths = tokenPaths('sbx', {XDG_RUNTIME_DIR: root})
+    const token = `ghs_${'A1b2C3d4E5'.repeat(3)}abcdef`
     expect(readToken(paths)).toBeUndefined()
-    writeToken(paths, 'ghs_abc')
-    expect(readFileSync(paths.token, 'utf8')).toBe('ghs_abc\n')
-    expect(readToken(paths)).toBe('ghs_abc')
+    const surrogate = writeToken(paths, token)
+    expect(readToken(paths)).toBe(token)
+    expect(readFileSync(paths.real, 'utf8')).toBe(`${token}\n`)
+    expect(readFileSync(paths.token, 'utf8')).toBe(`${surrogate}\n`)
+    expect(readSurrogate(paths)).toBe(surrogate)
+    expect(surrogate).toMatch(/^ghs_[A-Za-z0-9]{36}$/)
+    expect(surrogate).not.toBe(token)
     expect(mode(paths.dir)).toBe('700')
     expect(mode(paths.secretsDir)).toBe('700')
     expect(mode(paths.token)).toBe('600')
+    expect(mode(paths.real)).toBe('600')
+    // The mounted directory holds the surrogate only; the token is beside it, never under it.
     expect(readdirSync(paths.secretsDir)).toEqual(['ghapp_token'])
+    expect(paths.real.startsWith(`${paths.secretsDir}/`)).toBe(false)
+  })
+
+  it('keeps the surrogate across renewals of the same shape, and makes a new one for another shape or another sandbox', () => {
+    const paths = tokenPaths('sbx', {XDG_RUNTIME_DIR: root})
+    const first = writeToken(paths, `ghs_${'a'.repeat(36)}`)
+    expect(writeToken(paths, `ghs_${'b'.repeat(36)}`)).toBe(first)
+    expect(readToken(paths)).toBe(`ghs_${'b'.repeat(36)}`)
+    expect(readSurrogate(paths)).toBe(first)
+    const longer = writeToken(paths, `ghs_${'c'.repeat(40)}`)
+    expect(longer).toMatch(/^ghs_[A-Za-z0-9]{40}$/)
+    const other = writeToken(tokenPaths('other', {XDG_RUNTIME_DIR: root}), `ghs_${'b'.repeat(36)}`)
+    expect(other).not.toBe(first)
+  })
+
+  it('never keeps what an older version left in secrets/ (a real token) as the surrogate', () => {
+    const paths = tokenPaths('sbx', {XDG_RUNTIME_DIR: root})
+    const old = `ghs_${'o'.repeat(36)}`
+    mkdirSync(paths.secretsDir, {recursive: true})
+    writeFileSync(paths.token, `${old}\n`)
+    const surrogate = writeToken(paths, `ghs_${'n'.repeat(36)}`)
+    expect(surrogate).not.toBe(old)
+    expect(readFileSync(paths.token, 'utf8')).toBe(`${surrogate}\n`)
   })
 })
 

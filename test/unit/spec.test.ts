@@ -131,7 +131,7 @@ describe('the egress gateway', () => {
     expect(gw.mounts).toEqual([{type: 'tmpfs', source: '', target: '/tmp', readOnly: false, options: 'mode=1777'}])
     expect(gw.labels).toMatchObject({'dev.agent-sandbox.kind': 'gateway', 'dev.agent-sandbox.gateway-of': sandbox.name})
     expect(gw.env.find((e) => e.name === 'AGENT_SANDBOX_ALLOW_DOMAINS')?.value).toBe('api.example.com')
-    expect([...(gw.entrypoint ?? []), ...(gw.cmd ?? [])]).toEqual(['/usr/bin/node', '/usr/local/lib/agent-sandbox/egress-gateway.cjs'])
+    expect([...(gw.entrypoint ?? []), ...(gw.cmd ?? [])]).toEqual(['/usr/bin/node', '--max-semi-space-size=1', '--no-opt', '--optimize-for-size', '/usr/local/lib/agent-sandbox/egress-gateway.cjs'])
     expect(buildGatewaySpec(ws, sandbox, {userns: 'keep-id'}).userns).toBe(`container:${sandbox.name}`)
     const shown = toShellCommand(sandbox, [], [gw])
     expect(shown.split(' && ')[1]).toContain(` --network container:${sandbox.name} `)
@@ -187,6 +187,16 @@ describe('interception and masked secrets', () => {
     expect(gw.networkMode).toBe('container:agent-sandbox-run-abc-1234')
     expect(gw.labels[Labels.gatewayOf]).toBe('agent-sandbox-run-abc-1234')
     expect(env(run).AGENT_SANDBOX_GATEWAY_UID?.value).toBe(String(gatewayUid(ws)))
+  })
+
+  it('only a run whose gateway is coming announces it to the entrypoint (AGENT_SANDBOX_RUN_GATEWAY); a sandbox and a plain run do not', () => {
+    const opts = {protectedPaths, name: 'agent-sandbox-run-abc-1234', cmd: ['true'], labels: {[Labels.kind]: 'run'}}
+    expect(env(buildSpec(ws, masked, {...opts, gateway: true, runGateway: true})).AGENT_SANDBOX_RUN_GATEWAY?.value).toBe('1')
+    expect(env(buildSpec(ws, masked, {...opts, gateway: true})).AGENT_SANDBOX_RUN_GATEWAY).toBeUndefined()
+    const plainRun = buildSpec(ws, masked, opts)
+    expect(env(plainRun).AGENT_SANDBOX_RUN_GATEWAY).toBeUndefined()
+    expect(env(plainRun).AGENT_SANDBOX_GATEWAY_UID).toBeUndefined()
+    expect(env(buildSpec(ws, masked, {protectedPaths, gateway: true})).AGENT_SANDBOX_RUN_GATEWAY).toBeUndefined()
   })
 })
 

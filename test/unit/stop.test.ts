@@ -6,7 +6,7 @@ import {fakeEngine} from './fake-engine.js'
 const ws: Workspace = {path: '/src/app', repoName: 'app', repoSlug: 'app', hash: '0123456789abcdef0123456789abcdef', uid: 1000, gid: 1000}
 
 describe('stopSandbox', () => {
-  it('stops the sandbox, then signals its gate and gateway without waiting for them', async () => {
+  it('stops the sandbox and signals its gate and gateway (SIGTERM, which the engine does not wait for)', async () => {
     const order: string[] = []
     const stop = vi.fn(async (name: string) => {
       order.push(`stop ${name}`)
@@ -17,7 +17,7 @@ describe('stopSandbox', () => {
     })
     const name = Names.container(ws)
     expect(await stopSandbox({engine: fakeEngine({containers: {stop, kill}})}, ws)).toBe('stopped')
-    // The sandbox first (its network goes), then both sidecars with SIGTERM: the engine waits for a SIGKILL, not for this.
+    // All three asked at once; the sidecars with SIGTERM: the engine waits for the exit after a SIGKILL, not after this.
     expect(order).toEqual([`stop ${name}`, `kill ${Names.gate(name)} SIGTERM`, `kill ${Names.gateway(name)} SIGTERM`])
   })
 

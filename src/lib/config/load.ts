@@ -19,6 +19,7 @@ import {mergeHttpRules} from '../network/gateway/rules.js'
 import {secretName} from '../network/gateway/secrets.js'
 import {ConfigFileSchema, DEFAULTS, type ConfigFile, type Settings} from './schema.js'
 import {assertRegularAgentSandbox, configTrust, refusalError, type ConfigTrust} from './trust.js'
+import {workspaceGithubRules} from '../github/remotes.js'
 
 export type Source = 'flag' | 'env' | 'workspace' | 'user' | 'default' | 'workspace (trusted)' | 'workspace (untrusted)' | 'workspace (untrusted: refused)'
 
@@ -139,13 +140,14 @@ export function loadSettings(options: LoadOptions = {}): LoadedSettings {
   refuseWorkspaceGithub(workspace?.layer, files.workspace)
   refuseUserOnly(workspace?.layer, files.workspace)
   let trust: ConfigTrust | undefined
+  const defaults = options.workspacePath ? workspaceDefaults(options.workspacePath, user, env) : DEFAULTS
   if (workspace && options.workspacePath) {
-    trust = configTrust(options.workspacePath, workspace.bytes, workspace.layer, user, env)
+    trust = configTrust(options.workspacePath, workspace.bytes, workspace.layer, user, env, defaults)
     if (trust.refused.length && options.untrusted !== 'report') throw refusalError(files.workspace, options.workspacePath, trust)
   }
   const wsSource: Source = trust?.state === 'trusted' ? 'workspace (trusted)' : 'workspace (untrusted)'
   const layers: Array<[Source, ConfigFile | undefined]> = [
-    ['default', DEFAULTS],
+    ['default', defaults],
     ['user', user],
     [wsSource, workspace?.layer],
     ['env', envLayer(env)],
@@ -160,6 +162,18 @@ export function loadSettings(options: LoadOptions = {}): LoadedSettings {
     }
   }
   return loaded
+}
+
+/**
+ * The defaults for one workspace: DEFAULTS, with the GitHub rules its remotes
+ * call for (github/remotes.ts) beside the npm rule. The GitHub service comes
+ * from the user's file and the environment only (a workspace file may not set
+ * github.apiUrl or gitUrl), and the remotes from the host's git config.
+ */
+export function workspaceDefaults(workspacePath: string, userLayer: ConfigFile | undefined, env: NodeJS.ProcessEnv): Settings {
+  const github = {...DEFAULTS.github, ...userLayer?.github, ...envLayer(env).github}
+  const rules = workspaceGithubRules(workspacePath, github)
+  return rules.length ? {...DEFAULTS, httpRules: mergeHttpRules(DEFAULTS.httpRules, rules)} : DEFAULTS
 }
 
 /** `trustedPaths` says which workspaces the user trusts: only the user's own file may say it. */
@@ -187,9 +201,10 @@ function refuseWorkspaceGithub(layer: ConfigFile | undefined, path: string): voi
 const LIST_KEYS = ['protectedPaths', 'ports', 'allowDomains', 'protectedBranches', 'registries'] as const
 const SCALAR_KEYS = ['baseTag', 'network', 'dockerNetwork', 'sharedAgentConfig', 'nestedContainers', 'selinuxRelabel', 'protectHookConfig'] as const
 
-/** Pure merge of layers given lowest first. */
-export function mergeLayers(layers: Array<[Source, ConfigFile | undefined]>, files = {workspace: '', user: ''}): LoadedSettings {
-  const settings: Settings = structuredClone(DEFAULTS)
+/** Pure merge of layers given lowest first; a `default` layer (DEFAULTS, or workspaceDefaults) is the base. */
+export function mergeLayers(layers: Array<[Source, ConfigFile | Settings | undefined]>, files = {workspace: '', user: ''}): LoadedSettings {
+  const base = layers.find(([source]) => source === 'default')?.[1] as Settings | undefined
+  const settings: Settings = structuredClone(base ?? DEFAULTS)
   const sources = Object.fromEntries(Object.keys(DEFAULTS).map((k) => [k, ['default']])) as Record<keyof Settings, Source[]>
   for (const [source, layer] of layers) {
     if (!layer || source === 'default') continue

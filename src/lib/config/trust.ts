@@ -15,8 +15,8 @@ import {dirname, join} from 'node:path'
 import {templatesDir} from '../util/assets.js'
 import {ConfigError} from '../errors.js'
 import {sha256Hex} from '../util/hash.js'
-import {mergeLayers, parseConfigText, readConfigFile, userConfigPath} from './load.js'
-import {DEFAULTS, type ConfigFile} from './schema.js'
+import {mergeLayers, parseConfigText, readConfigFile, userConfigPath, workspaceDefaults} from './load.js'
+import {DEFAULTS, type ConfigFile, type Settings} from './schema.js'
 import {workspaceChanges, type ConfigChange, type LowerSettings} from './widening.js'
 
 export const CONFIG_FILE = 'config.json'
@@ -256,10 +256,10 @@ export function assess(workspacePath: string, snapshot: Snapshot, userLayer: Con
   return {byTrustedPaths, record, config, build, buildChanged}
 }
 
-/** The settings below the workspace file: defaults and the user's file. */
-export function lowerSettings(userLayer: ConfigFile | undefined): LowerSettings {
+/** The settings below the workspace file: defaults (the workspace's: load.ts workspaceDefaults) and the user's file. */
+export function lowerSettings(userLayer: ConfigFile | undefined, defaults: Settings = DEFAULTS): LowerSettings {
   const {settings} = mergeLayers([
-    ['default', DEFAULTS],
+    ['default', defaults],
     ['user', userLayer],
   ])
   return settings
@@ -277,8 +277,8 @@ export interface ConfigTrust {
 }
 
 /** Decide what a workspace config file may change. */
-export function configTrust(workspacePath: string, bytes: Buffer, layer: ConfigFile, userLayer: ConfigFile | undefined, env: NodeJS.ProcessEnv): ConfigTrust {
-  const changes = workspaceChanges(layer, lowerSettings(userLayer))
+export function configTrust(workspacePath: string, bytes: Buffer, layer: ConfigFile, userLayer: ConfigFile | undefined, env: NodeJS.ProcessEnv, defaults: Settings = DEFAULTS): ConfigTrust {
+  const changes = workspaceChanges(layer, lowerSettings(userLayer, defaults))
   const widening = changes.filter((c) => c.widens)
   const hash = sha256Hex(bytes)
   const byTrustedPaths = matchesTrustedPaths(workspacePath, userLayer?.trustedPaths ?? [], env)
@@ -342,7 +342,7 @@ export function reviewWorkspace(workspacePath: string, env: NodeJS.ProcessEnv = 
   const assessment = assess(workspacePath, snapshot, userLayer, store, env)
   const file = join(agentSandboxDir(workspacePath), CONFIG_FILE)
   const layer = snapshot.config ? parseConfigText(snapshot.config.toString('utf8'), file) : undefined
-  const changes = layer ? workspaceChanges(layer, lowerSettings(userLayer)) : []
+  const changes = layer ? workspaceChanges(layer, lowerSettings(userLayer, workspaceDefaults(workspacePath, userLayer, env))) : []
   let dockerfileDiff: string | undefined
   if (snapshot.dockerfile && assessment.build !== 'template' && assessment.build !== 'approved') {
     const text = snapshot.dockerfile.toString('utf8')

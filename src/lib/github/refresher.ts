@@ -7,14 +7,18 @@
  *    gone or stopped.
  * A token is renewed `refreshMarginSeconds` before it expires. A failure is
  * recorded in status.json and retried with backoff; the last token stays in
- * place until a new one replaces it.
+ * place until a new one replaces it. A new token goes to the host's file and
+ * to the sandbox's egress gateway (the only place inside that holds it); the
+ * sandbox's surrogate stays as it is.
  */
 import {closeSync, existsSync, openSync, rmSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import type {Engine} from '../engine/index.js'
 import {SandboxError} from '../errors.js'
-import {Labels} from '../workspace.js'
-import {describeMintFailure, mintInstallationToken, type AppConfig, type Minter} from './app.js'
+import {Labels, Names} from '../workspace.js'
+import {GATEWAY_DEFAULTS} from '../network/gateway/ports.js'
+import {GHAPP_SECRET} from './plan.js'
+import {describeMintFailure, GithubAppError, mintInstallationToken, type AppConfig, type Minter} from './app.js'
 import {
   daemonPidPath,
   ensurePrivateDir,
@@ -83,6 +87,18 @@ export interface RefreshDeps {
   mint?: Minter
   now?: () => number
   log?: (line: string) => void
+  /** Hand a new token to the sandbox's gateway (deliverToGateway); a failure counts as a failed refresh. */
+  deliver?: (name: string, token: string) => Promise<void>
+}
+
+/** Put a renewed token in place in a running sandbox's egress gateway: its tmpfs, over an exec's stdin (gateway.ts --secret). */
+export async function deliverToGateway(engine: Engine, sandbox: string, token: string): Promise<void> {
+  const gateway = Names.gateway(sandbox)
+  const r = await engine.containers.exec(gateway, ['/usr/bin/node', GATEWAY_DEFAULTS.program, '--secret', GHAPP_SECRET], {stdin: token})
+  if (r.exitCode !== 0) {
+    const why = r.stderr.trim().split('\n').pop()?.replace(/^egress-gateway: /, '') || `exit ${r.exitCode}`
+    throw new GithubAppError(`cannot hand the new token to the egress gateway ${gateway}: ${why}`, {hint: `restart the sandbox: agent-sandbox start`})
+  }
 }
 
 /**
@@ -99,6 +115,7 @@ export async function refreshTarget(target: Target, deps: RefreshDeps = {}): Pro
     // Removed (agent-sandbox rm) while we were asking: do not bring the directory back.
     if (!existsSync(target.paths.app)) return undefined
     writeToken(target.paths, minted.token, target.record.owner)
+    await deps.deliver?.(target.name, minted.token)
     writeStatus(target.paths, {lastSuccess: new Date(now()).toISOString(), expiresAt: minted.expiresAt, failures: 0})
     deps.log?.(`${target.name}: new token, expires ${minted.expiresAt}`)
     return undefined
@@ -279,7 +296,7 @@ async function refreshPass(options: LoopOptions, warned: Set<string>): Promise<n
     if (signal.aborted) break
     margin = Math.min(margin, target.record.config.refreshMarginSeconds)
     if (nextAttemptAt(readStatus(target.paths), target.record.config.refreshMarginSeconds) <= now) {
-      await refreshTarget(target, {...options.deps, log})
+      await refreshTarget(target, {deliver: (name, token) => deliverToGateway(engine, name, token), ...options.deps, log})
     }
   }
   return margin

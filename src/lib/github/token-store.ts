@@ -1,8 +1,14 @@
 /**
  * Where a sandbox's GitHub App token lives on the host, and how it is written.
  *
- *   <runtime>/agent-sandbox/<container>/            0700  app.json, status.json, refresher.pid, refresher.log
+ *   <runtime>/agent-sandbox/<container>/            0700  token (0600), app.json, status.json, refresher.pid, refresher.log
  *   <runtime>/agent-sandbox/<container>/secrets/    0700  ghapp_token (0600), bind-mounted read-only at /run/secrets
+ *
+ * `token` is the real installation token: it stays on the host, and the
+ * sandbox's egress gateway gets it over an exec's stdin (lifecycle.ts,
+ * refresher.ts). `ghapp_token`, the only file the sandbox sees, holds a
+ * surrogate of the same shape, the same across renewals, which the gateway
+ * swaps for the token in requests to the GitHub hosts (docs/design.md).
  *
  * <runtime> is $XDG_RUNTIME_DIR, or ~/.cache/agent-sandbox/run (0700) when it
  * is unset. The directory, not the file, is mounted: a file bind mount pins the
@@ -15,6 +21,7 @@ import {closeSync, fchownSync, fsyncSync, lstatSync, mkdirSync, openSync, readFi
 import {homedir} from 'node:os'
 import {basename, dirname, isAbsolute, join} from 'node:path'
 import {SandboxError} from '../errors.js'
+import {makeSurrogate, sameShape} from '../network/gateway/secrets.js'
 
 export const TOKEN_FILE = 'ghapp_token'
 /** Inside the container. */
@@ -29,9 +36,12 @@ export interface Owner {
 export interface TokenPaths {
   /** Per-container directory (host only, never mounted). */
   dir: string
-  /** Mounted read-only at /run/secrets; holds only the token. */
+  /** Mounted read-only at /run/secrets; holds only the surrogate. */
   secretsDir: string
+  /** The surrogate the sandbox reads (ghapp_token in secretsDir). */
   token: string
+  /** The real token: host only, never mounted. */
+  real: string
   status: string
   app: string
   pid: string
@@ -54,6 +64,7 @@ export function tokenPaths(container: string, env: NodeJS.ProcessEnv = process.e
     dir,
     secretsDir,
     token: join(secretsDir, TOKEN_FILE),
+    real: join(dir, 'token'),
     status: join(dir, 'status.json'),
     app: join(dir, 'app.json'),
     pid: join(dir, 'refresher.pid'),
@@ -123,18 +134,42 @@ export function writeFileAtomic(path: string, content: string, owner?: Owner): v
   }
 }
 
-export function writeToken(paths: TokenPaths, token: string, owner?: Owner): void {
+/**
+ * Store a new token: the real one in the host-only file, and in the sandbox's
+ * file a surrogate of its shape, kept as it is when it fits (so it stays the
+ * same across renewals), else a new random one (unique per sandbox).
+ * Returns the surrogate.
+ */
+export function writeToken(paths: TokenPaths, token: string, owner?: Owner): string {
   ensurePrivateDir(paths.dir)
   ensurePrivateDir(paths.secretsDir, owner)
-  writeFileAtomic(paths.token, `${token}\n`, owner)
+  // Only a surrogate this scheme wrote (beside a host-only token) is kept: an older
+  // agent-sandbox put the real token in this file.
+  const previous = readToken(paths)
+  writeFileAtomic(paths.real, `${token}\n`)
+  const kept = previous === undefined ? undefined : readSurrogate(paths)
+  if (kept && kept !== previous && kept !== token && sameShape(kept, token)) return kept
+  const surrogate = makeSurrogate('github-app', token, randomBytes(32).toString('hex'))
+  writeFileAtomic(paths.token, `${surrogate}\n`, owner)
+  return surrogate
 }
 
-export function readToken(paths: TokenPaths): string | undefined {
+function readLine(path: string): string | undefined {
   try {
-    return readFileSync(paths.token, 'utf8').trim() || undefined
+    return readFileSync(path, 'utf8').trim() || undefined
   } catch {
     return undefined
   }
+}
+
+/** The real token (host only). */
+export function readToken(paths: TokenPaths): string | undefined {
+  return readLine(paths.real)
+}
+
+/** The surrogate the sandbox sees. */
+export function readSurrogate(paths: TokenPaths): string | undefined {
+  return readLine(paths.token)
 }
 
 /** What the refresher last did, next to the token (never the token itself). */

@@ -18,6 +18,8 @@ import {GATEWAY_DEFAULTS} from '../network/gateway/ports.js'
 import type {NetworkMode} from '../config/schema.js'
 import {SANDBOX_EXEC, SANDBOX_USER, workspaceMountPath} from './spec.js'
 import {Labels, Names, type Workspace} from '../workspace.js'
+import {GHAPP_SECRET} from '../github/plan.js'
+import {CONTAINER_TOKEN_PATH} from '../github/token-store.js'
 
 export type CheckStatus = 'pass' | 'fail' | 'skip'
 
@@ -242,7 +244,10 @@ async function checkGatewayProbes(ctx: Context, sandbox: RunningSandbox, status:
   // One exec as the agent: the surrogate is read from its own environment (the CLI never sees it).
   const script = [
     'set -u',
-    'secret() { [ -n "${!1:-}" ] || { echo "no-surrogate"; return; }; ' + curl + '"$3" -H "Host: $2" -H "X-Agent-Sandbox-Doctor: ${!1}" || echo "curl-failed"; }',
+    // The GitHub App's surrogate is a file (github/token-store.ts), a secretEnv one a variable.
+    `secret() { local v; if [ "$1" = ${GHAPP_SECRET} ]; then v=$(cat ${CONTAINER_TOKEN_PATH} 2> /dev/null); else v=\${!1:-}; fi; [ -n "$v" ] || { echo "no-surrogate"; return; }; ` +
+      curl +
+      '"$3" -H "Host: $2" -H "X-Agent-Sandbox-Doctor: $v" || echo "curl-failed"; }',
     'method() { ' + curl + '"$3" -X "$2" -H "Host: $1" || echo "curl-failed"; }',
     'if [ "$1" = - ]; then echo skip; else secret "$1" "$2" "$3"; fi',
     'if [ "$4" = - ]; then echo skip; else method "$4" "$5" "$6"; fi',

@@ -23,8 +23,9 @@ import {caCertLine, ensureGatewayCa, ephemeralGatewayCa, liveRules, removeGatewa
 import {gatewayAddRule, gatewayAllow} from '../network/firewall.js'
 import {isMasked, makeSurrogate, type MaskedSecret} from '../network/gateway/secrets.js'
 import {Labels, Names, quoteArg, requireInitialised, sanitizeBranch, type Workspace} from '../workspace.js'
-import {planGhapp, type GhappPlan} from '../github/plan.js'
-import {ensureRefresher, provisionToken, removeAppToken} from '../github/refresher.js'
+import {assertGatewayCanCarry, GHAPP_SECRET, ghappSecret, planGhapp, type GhappPlan} from '../github/plan.js'
+import {readToken, tokenPaths} from '../github/token-store.js'
+import {deliverToGateway, ensureRefresher, provisionToken, removeAppToken} from '../github/refresher.js'
 import type {Context} from '../context.js'
 
 
@@ -45,7 +46,7 @@ export interface SandboxOptions {
   selinux?: boolean
   /** Allow dockerNetwork `host` (with network `open` only): --allow-host-network. */
   allowHostNetwork?: boolean
-  /** A one-shot container that gets an egress gateway of its own too (`run`; not the API's idle containers). */
+  /** A one-shot container that may get an egress gateway of its own (`run`, when it has masked secrets; not the API's idle containers). */
   oneShotGateway?: boolean
   /**
    * The masked secrets a running sandbox holds (heldSecrets: names, hosts and
@@ -75,14 +76,19 @@ export interface PreparedSandbox {
   settings: Settings
   placeholders: Array<{relative: string; kind: 'file' | 'dir'}>
   skipped: Array<{relative: string; reason: string}>
-  /** The GitHub App token this sandbox gets (the workspace's own sandboxes only, not one-shot containers). */
+  /** The GitHub App token this sandbox gets (the workspace's own sandboxes with an egress gateway only): a surrogate inside, the token in the gateway. */
   ghapp?: GhappPlan
+  /** A GitHub App is configured, but this sandbox has no gateway to hold its token (network open or none): it gets none. */
+  ghappWithheld?: NetworkMode
   /** Hook frameworks found and their configuration, mounted read-only in bind mode (absent: protectHookConfig false). */
   hookConfig?: HookConfigReport
 }
 
 /** What a container does with its secretEnv: plain values the agent can read, masked ones left out for want of a gateway. */
-export function reportSecrets(reporter: Reporter, prepared: Pick<PreparedSandbox, 'exposedSecrets' | 'unmasked'>): void {
+export function reportSecrets(reporter: Reporter, prepared: Pick<PreparedSandbox, 'exposedSecrets' | 'unmasked' | 'ghappWithheld'>): void {
+  if (prepared.ghappWithheld) {
+    reporter.warn(`the GitHub App token is not given to this sandbox: with network ${prepared.ghappWithheld} it has no egress gateway to hold the token, so git and gh inside get no GitHub credentials; use network firewall`)
+  }
   for (const n of prepared.exposedSecrets) {
     reporter.warn(`secretEnv ${n} is passed in as it is: the agent can read it and send it to any allowed host; declare {"name": "${n}", "hosts": [...]} to mask it`)
   }
@@ -119,14 +125,20 @@ export async function prepareSandbox(ws: Workspace, options: SandboxOptions, env
   const plan = planProtectedPaths([...paths, ...(branchMode ? [] : [...hostHooks, ...(hookConfig?.protect ?? [])])], kindOf)
   const oneShot = options.name !== undefined
   const ownGit = git === 'repository' && !branchMode ? (oneShot ? 'tmpfs' : 'volume') : undefined
-  const ghapp = options.name === undefined ? planGhapp(ws, settings.github, Names.container(ws, options.branch), env) : undefined
+  const plannedGhapp = options.name === undefined ? planGhapp(ws, settings.github, Names.container(ws, options.branch), env) : undefined
   const plainSecrets = settings.secretEnv.filter((e): e is string => !isMasked(e)).filter((n) => env[n] !== undefined)
   const secretValues = Object.fromEntries(plainSecrets.map((n) => [n, env[n] as string]))
-  // A sandbox and a one-shot `run` get a gateway; the API's idle containers keep the firewall alone.
-  const gatewayOn = (!oneShot || options.oneShotGateway === true) && (options.network ?? settings.network) === 'firewall'
+  const maskedEntries = settings.secretEnv.filter(isMasked).filter((e) => env[e.name] !== undefined)
+  // A sandbox gets a gateway. A one-shot `run` only when it has something only a gateway can give it: masked
+  // secrets with a value (runs get no App token: planGhapp is for sandboxes); a plain run keeps the firewall
+  // alone, and its speed. The API's idle containers never (they have no companion containers).
+  const runGateway = oneShot && options.oneShotGateway === true && maskedEntries.length > 0
+  const gatewayOn = (!oneShot || runGateway) && (options.network ?? settings.network) === 'firewall'
+  // The App token is held by the gateway alone (a surrogate inside): without a gateway the sandbox gets none (fail closed).
+  const ghapp = gatewayOn ? plannedGhapp : undefined
+  if (ghapp) assertGatewayCanCarry(ghapp.record.config)
   // A run's CA lives as long as the run: made in memory, never written to the host.
   const gatewayCa = gatewayOn ? await (oneShot ? ephemeralGatewayCa(options.name as string) : ensureGatewayCa(Names.container(ws, options.branch), env)) : undefined
-  const maskedEntries = settings.secretEnv.filter(isMasked).filter((e) => env[e.name] !== undefined)
   // Masked secrets need the gateway: a container without one gets neither the value nor a surrogate.
   const masked: MaskedSecret[] = !gatewayCa
     ? []
@@ -135,6 +147,7 @@ export async function prepareSandbox(ws: Workspace, options: SandboxOptions, env
       : maskedEntries.map((e) => ({name: e.name, hosts: e.hosts, value: env[e.name] as string, surrogate: makeSurrogate(e.name, env[e.name] as string, gatewayCa.key)}))
   const spec = buildSpec(ws, settings, {
     gateway: gatewayOn,
+    runGateway: runGateway && gatewayOn,
     gatewayCa: gatewayCa && caCertLine(gatewayCa.cert),
     branch: options.branch,
     network: options.network,
@@ -156,8 +169,22 @@ export async function prepareSandbox(ws: Workspace, options: SandboxOptions, env
     nestedStore: oneShot ? 'tmpfs' : 'volume',
   })
   const gate = !oneShot && (ownGit === 'volume' || branchMode) ? buildGateSpec(ws, spec, settings, {...options, gateFiles: hookConfig?.protect}) : undefined
-  const gateway = gatewayOn ? buildGatewaySpec(ws, spec, {branch: options.branch, userns: options.userns, httpRules: settings.httpRules, masked: masked.map((m) => m.name)}) : undefined
-  return {spec, gate, gateway, gatewaySecrets: gatewayCa && {ca: gatewayCa, secrets: masked}, exposedSecrets: plainSecrets, unmasked: gatewayCa ? [] : maskedEntries.map((e) => e.name), unvalued: masked.filter((m) => m.value === undefined).map((m) => m.name), settings, placeholders: plan.placeholders, skipped: plan.skipped, ghapp, hookConfig}
+  const gateway = gatewayOn ? buildGatewaySpec(ws, spec, {branch: options.branch, userns: options.userns, httpRules: settings.httpRules, masked: [...masked.map((m) => m.name), ...(ghapp ? [GHAPP_SECRET] : [])]}) : undefined
+  return {
+    spec,
+    gate,
+    gateway,
+    gatewaySecrets: gatewayCa && {ca: gatewayCa, secrets: masked},
+    exposedSecrets: plainSecrets,
+    unmasked: gatewayCa ? [] : maskedEntries.map((e) => e.name),
+    unvalued: masked.filter((m) => m.value === undefined).map((m) => m.name),
+    settings,
+    placeholders: plan.placeholders,
+    skipped: plan.skipped,
+    ghapp,
+    ghappWithheld: plannedGhapp && !ghapp ? (options.network ?? settings.network) : undefined,
+    hookConfig,
+  }
 }
 
 /** What the workspace's .git is: a repository the agent gets its own view of, or something to protect. */
@@ -233,7 +260,7 @@ export async function startSandbox(ctx: Context, ws: Workspace, options: Sandbox
           const [container] = await Promise.all([
             waitReady(ctx, existing),
             prepared.gate ? startGate(ctx, prepared.gate) : undefined,
-            prepared.gateway ? startGateway(ctx, prepared.gateway, prepared.gatewaySecrets) : undefined,
+            prepared.gateway ? startGateway(ctx, prepared.gateway, prepared.gatewaySecrets, prepared.ghapp) : undefined,
           ])
           if (prepared.gate) await checkGate(ctx, prepared.gate.name)
           return keepFresh({name, action: 'started' as const, container})
@@ -301,7 +328,7 @@ async function createAndStart(ctx: Context, ws: Workspace, prepared: PreparedSan
         Promise.all([
           waitReady(ctx, {id: created, name: spec.name}),
           gate ? (gating = startGate(ctx, gate)) : undefined,
-          gateway ? (gatewaying = startGateway(ctx, gateway, prepared.gatewaySecrets)) : undefined,
+          gateway ? (gatewaying = startGateway(ctx, gateway, prepared.gatewaySecrets, prepared.ghapp)) : undefined,
         ]),
       ),
     )
@@ -363,22 +390,31 @@ async function ensureGate(ctx: Context, ws: Workspace, sandbox: ContainerInfo, o
  * no web at all (fail closed). If it does not come up, start fails (exit 6)
  * with its last message.
  */
-async function startGateway(ctx: Context, gateway: SandboxSpec, secrets: GatewaySecrets | undefined): Promise<void> {
+async function startGateway(ctx: Context, gateway: SandboxSpec, secrets: GatewaySecrets | undefined, ghapp: GhappPlan | undefined): Promise<void> {
   await removeGate(ctx, gateway.name)
   const id = await ctx.engine.containers.create(toCreateOptions(gateway))
   await ctx.engine.containers.start(id)
+  const env = ctx.env ?? process.env
+  // The App token as it is on the host now (the refresher may renew it at any time: see below).
+  const app = ghapp && ghappSecret(ghapp, env)
+  const all = secrets && {...secrets, secrets: [...(secrets.secrets ?? []), ...(app ? [app] : [])]}
   const [httpPort, tlsPort] = GATEWAY_PORTS
   // One exec, no node of its own: first the secrets, before it is probed ready, into its tmpfs over stdin (so
   // neither docker inspect nor the sandbox sees them; renamed into place, so that the gateway never reads half
   // of them); then bash's /dev/tcp, retried (the gateway's own uid may connect to itself).
   const file = `${GATEWAY_DEFAULTS.stateDir}/${SECRETS_FILE}`
-  const hand = secrets ? `(umask 077 && cat > ${file}.new && mv -f ${file}.new ${file}) || exit 3; ` : ''
+  const hand = all ? `(umask 077 && cat > ${file}.new && mv -f ${file}.new ${file}) || exit 3; ` : ''
   const probe = `${hand}for i in $(seq 100); do (: < /dev/tcp/127.0.0.1/${httpPort} && : < /dev/tcp/127.0.0.1/${tlsPort}) 2> /dev/null && exit 0; sleep 0.1; done; exit 1`
   const result = await ctx.engine.containers
-    .exec(id, ['bash', '-c', probe], secrets ? {stdin: JSON.stringify(secrets)} : {})
+    .exec(id, ['bash', '-c', probe], all ? {stdin: JSON.stringify(all)} : {})
     .catch((error: unknown) => ({exitCode: -1, stdout: '', stderr: String(error)}))
   const handed = {exitCode: result.exitCode === 3 ? 3 : 0, stderr: result.stderr}
-  if (result.exitCode === 0) return
+  if (result.exitCode === 0) {
+    // A renewal between reading the token and handing it over went to the gateway this one replaced: hand it again.
+    const now = ghapp && app ? readToken(tokenPaths(ghapp.name, env)) : undefined
+    if (ghapp && now && now !== app?.value) await deliverToGateway(ctx.engine, ghapp.name, now)
+    return
+  }
   const info = await ctx.engine.containers.inspect(id)
   const logs = info ? await ctx.engine.containers.logs(id, 20).catch(() => '') : ''
   const lines = [...logs.split('\n'), ...handed.stderr.split('\n')].map((l) => l.trim())
@@ -397,7 +433,7 @@ async function startGateway(ctx: Context, gateway: SandboxSpec, secrets: Gateway
  * The command so never starts before the gateway has its secrets and listens.
  */
 export async function startRunGateway(ctx: Context, runId: string, gateway: SandboxSpec, secrets: GatewaySecrets | undefined): Promise<void> {
-  await startGateway(ctx, gateway, secrets)
+  await startGateway(ctx, gateway, secrets, undefined)
   const marked = await ctx.engine.containers.exec(runId, ['touch', RUN_GATEWAY_MARKER], {user: 'root'})
   if (marked.exitCode !== 0) throw new NotReadyError(`the run could not be told that its egress gateway is up: ${marked.stderr.trim() || `exit ${marked.exitCode}`}`)
 }
@@ -431,7 +467,7 @@ export async function ensureGateway(ctx: Context, ws: Workspace, sandbox: Contai
   if (sandbox.labels[Labels.spec] !== prepared.spec.labels[Labels.spec]) {
     reporter.warn(`the settings or secretEnv variables differ from those ${sandbox.name} was started with: its new gateway follows the current ones; restart the sandbox (agent-sandbox stop, then start) to bring both in line`)
   }
-  await startGateway(ctx, prepared.gateway, prepared.gatewaySecrets)
+  await startGateway(ctx, prepared.gateway, prepared.gatewaySecrets, prepared.ghapp)
   // Domains added live since the sandbox started (firewall allow) are in its firewall's allowlist only.
   const saved = await ctx.engine.containers.exec(sandbox.id, ['cat', `${STATE_DIR}/allowlist`])
   const domains = saved.exitCode === 0 ? saved.stdout.split('\n').filter(Boolean) : []

@@ -134,6 +134,8 @@ export interface SpecOptions {
   nestedStore?: 'volume' | 'tmpfs'
   /** The sandbox's web traffic goes through its egress gateway (buildGatewaySpec); network `firewall` only. */
   gateway?: boolean
+  /** A one-shot run whose gateway the CLI starts after it: its entrypoint waits for RUN_GATEWAY_MARKER (AGENT_SANDBOX_RUN_GATEWAY). */
+  runGateway?: boolean
   /** The masked secrets whose surrogates the sandbox holds (names and hosts, no values): its Labels.masked. */
   masked?: Array<{name: string; hosts: string[]}>
   /** The gateway's CA certificate as one line (gateway-ca.ts caCertLine): the entrypoint adds it to the system bundle. */
@@ -141,7 +143,7 @@ export interface SpecOptions {
 }
 
 export interface GhappSpec {
-  /** Host directory holding only `ghapp_token`; mounted read-only at /run/secrets (a directory, so renames show through). */
+  /** Host directory holding only `ghapp_token`, the token's surrogate (the gateway holds the token); mounted read-only at /run/secrets. */
   secretsDir: string
   /** `scheme://host[:port]` the askpass helper answers for. */
   gitOrigin: string
@@ -331,6 +333,8 @@ export function buildSpec(ws: Workspace, settings: Settings, options: SpecOption
       {name: 'AGENT_SANDBOX_GATEWAY_UID', value: String(gatewayUid(ws)), secret: false},
       {name: 'AGENT_SANDBOX_GATEWAY_PORTS', value: `${GATEWAY_DEFAULTS.httpPort},${GATEWAY_DEFAULTS.tlsPort}`, secret: false},
     )
+    // Only a run whose gateway is coming waits for it (entrypoint.sh wait_gateway); any other command starts at once.
+    if (options.runGateway) env.push({name: 'AGENT_SANDBOX_RUN_GATEWAY', value: '1', secret: false})
     // Intercepted hosts (httpRules) present leaves of this CA: the system bundle gets it (entrypoint.sh), which
     // NODE_EXTRA_CA_CERTS (the image's) names already; OpenSSL, curl, Rust's native roots and Python's requests read these two.
     if (options.gatewayCa) {
@@ -564,7 +568,7 @@ export function buildGatewaySpec(ws: Workspace, sandbox: SandboxSpec, options: {
     pids: 256,
     // The program as the command: `docker run --entrypoint` takes one word (show-run prints this).
     entrypoint: ['/usr/bin/node'],
-    cmd: [GATEWAY_DEFAULTS.program],
+    cmd: [...GATEWAY_DEFAULTS.nodeFlags, GATEWAY_DEFAULTS.program],
   })
 }
 

@@ -6,6 +6,13 @@ export const GATEWAY_DEFAULTS = {
   stateDir: '/tmp',
   /** The bundled program in the base image (scripts/bundle-cli.mjs, base-image/Dockerfile). */
   program: '/usr/local/lib/agent-sandbox/egress-gateway.cjs',
+  /**
+   * node's flags for the gateway (docs/PERFORMANCE.md, the gateway's memory): a
+   * 1 MiB young generation (V8's grows to 16 MiB a half and stays there), and no
+   * optimising compiler (TurboFan's code and compile zones for a program whose
+   * work is in OpenSSL, nghttp2 and llhttp; the baseline compiler stays).
+   */
+  nodeFlags: ['--max-semi-space-size=1', '--no-opt', '--optimize-for-size'],
 } as const
 
 /** What the CLI hands over on an exec's stdin (lifecycle.ts startGateway, or gateway.ts --secrets), kept in the gateway's tmpfs only. */

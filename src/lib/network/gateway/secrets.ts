@@ -46,6 +46,12 @@ export function makeSurrogate(name: string, value: string, key: string): string 
   return out === value ? `${out.slice(0, -1)}${out.endsWith('x') ? 'y' : 'x'}` : out
 }
 
+/** Whether a surrogate made for one value fits another: the same length, prefix and non-alphanumeric characters in place. */
+export function sameShape(a: string, b: string): boolean {
+  const shape = (v: string) => `${PREFIX.exec(v)?.[0] ?? ''}\0${v.replace(/[A-Za-z0-9]/g, 'x')}`
+  return shape(a) === shape(b)
+}
+
 export type SwapVerdict = {ok: true; headers: Array<[string, string]>; swapped: string[]} | {ok: false; rule: string}
 
 /**

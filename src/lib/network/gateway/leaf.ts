@@ -1,0 +1,162 @@
+/**
+ * The gateway's leaf certificates, written as DER with node's crypto alone
+ * (docs/design.md, "The egress gateway"). The CLI makes the CA with
+ * @peculiar/x509 (x509.ts); the gateway only ever issues one shape of
+ * certificate, and loading that library and its ASN.1 schemas cost the gateway
+ * ~14 MiB of resident memory (docs/PERFORMANCE.md), so it writes them itself:
+ * ECDSA P-256 / SHA-256, CN and one DNS name, serverAuth, not a CA, the CA's
+ * key identifier as the authority key identifier.
+ */
+import {createHash, createPrivateKey, generateKeyPairSync, randomBytes, sign, X509Certificate} from 'node:crypto'
+
+export interface CaPair {
+  /** The CA certificate (PEM): public, trusted inside the sandbox. */
+  cert: string
+  /** Its private key (PKCS#8 PEM): the gateway's only. */
+  key: string
+}
+
+export interface Minter {
+  /** A leaf certificate (PEM, followed by the CA's) and key (PEM) for `host`, made once and cached. */
+  leaf(host: string): Promise<{cert: string; key: string}>
+}
+
+const HOUR = 60 * 60 * 1000
+const DAY = 24 * HOUR
+
+// ---- DER, the few types a certificate needs ----
+function tlv(tag: number, body: Buffer): Buffer {
+  const n = body.length
+  const length = n < 0x80 ? Buffer.from([n]) : n < 0x100 ? Buffer.from([0x81, n]) : Buffer.from([0x82, n >> 8, n & 0xff])
+  return Buffer.concat([Buffer.from([tag]), length, body])
+}
+const seq = (...items: Buffer[]) => tlv(0x30, Buffer.concat(items))
+const set = (...items: Buffer[]) => tlv(0x31, Buffer.concat(items))
+const explicit = (n: number, inner: Buffer) => tlv(0xa0 + n, inner)
+const octets = (b: Buffer) => tlv(0x04, b)
+const bits = (b: Buffer) => tlv(0x03, Buffer.concat([Buffer.from([0]), b]))
+const bool = (v: boolean) => tlv(0x01, Buffer.from([v ? 0xff : 0]))
+function integer(b: Buffer): Buffer {
+  let i = 0
+  while (i < b.length - 1 && b[i] === 0) i++
+  const body = b.subarray(i)
+  return tlv(0x02, body[0] & 0x80 ? Buffer.concat([Buffer.from([0]), body]) : body)
+}
+function oid(dotted: string): Buffer {
+  const [a, b, ...rest] = dotted.split('.').map(Number)
+  const out = [40 * a + b]
+  for (const n of rest) {
+    const groups = [n & 0x7f]
+    for (let v = n >> 7; v > 0; v >>= 7) groups.unshift((v & 0x7f) | 0x80)
+    out.push(...groups)
+  }
+  return tlv(0x06, Buffer.from(out))
+}
+/** UTCTime (years 1950-2049, as RFC 5280 asks) `YYMMDDHHMMSSZ`. */
+function time(d: Date): Buffer {
+  const iso = d.toISOString()
+  return tlv(0x17, Buffer.from(`${iso.slice(2, 4)}${iso.slice(5, 7)}${iso.slice(8, 10)}${iso.slice(11, 13)}${iso.slice(14, 16)}${iso.slice(17, 19)}Z`, 'latin1'))
+}
+const extension = (id: string, critical: boolean, value: Buffer) => seq(oid(id), ...(critical ? [bool(true)] : []), octets(value))
+
+/** The elements of a DER SEQUENCE (or any constructed value) in `der` at `offset`: [start, end of header, end] of each. */
+function children(der: Buffer, offset = 0): Array<{tag: number; start: number; body: number; end: number}> {
+  const read = (p: number) => {
+    let len = der[p + 1]
+    let body = p + 2
+    if (len & 0x80) {
+      const n = len & 0x7f
+      len = 0
+      for (let i = 0; i < n; i++) len = len * 256 + der[p + 2 + i]
+      body += n
+    }
+    return {tag: der[p], start: p, body, end: body + len}
+  }
+  const outer = read(offset)
+  const out = []
+  for (let p = outer.body; p < outer.end; ) {
+    const child = read(p)
+    out.push(child)
+    p = child.end
+  }
+  return out
+}
+
+const ECDSA_SHA256 = seq(oid('1.2.840.10045.4.3.2'))
+const pem = (label: string, der: Buffer) => `-----BEGIN ${label}-----\n${der.toString('base64').replace(/(.{64})/g, '$1\n').replace(/\n$/, '')}\n-----END ${label}-----\n`
+
+/** The CA's subject (as DER, the leaves' issuer) and key identifier (its SKI extension, else the SHA-1 of its key, as RFC 5280 4.2.1.2 (1)). */
+function caParts(caPem: string): {subject: Buffer; keyId: Buffer} {
+  const ca = new X509Certificate(caPem)
+  const der = ca.raw
+  const tbs = children(der)[0]
+  const fields = children(der, tbs.start)
+  // version [0] is present in every v3 certificate: serial, signature, issuer, validity, subject follow it.
+  const first = fields[0].tag === 0xa0 ? 1 : 0
+  const subjectField = fields[first + 4]
+  const subject = der.subarray(subjectField.start, subjectField.end)
+  let keyId: Buffer | undefined
+  const exts = fields.find((f) => f.tag === 0xa3)
+  if (exts) {
+    for (const ext of children(der, children(der, exts.start)[0].start)) {
+      const parts = children(der, ext.start)
+      if (der.subarray(parts[0].start, parts[0].end).equals(oid('2.5.29.14'))) {
+        // OCTET STRING { OCTET STRING keyId }
+        const inner = children(der, parts[parts.length - 1].start)[0]
+        keyId = der.subarray(inner.body, inner.end)
+      }
+    }
+  }
+  if (!keyId) {
+    const spki = ca.publicKey.export({type: 'spki', format: 'der'})
+    const key = children(spki)[1]
+    keyId = createHash('sha1').update(spki.subarray(key.body + 1, key.end)).digest()
+  }
+  return {subject, keyId}
+}
+
+/** The gateway's minter: one leaf key for every name (as mitmproxy does), one certificate per name. */
+export function createLeafMinter(ca: CaPair): Minter {
+  const caKey = createPrivateKey(ca.key)
+  const {subject: issuer, keyId} = caParts(ca.cert)
+  const pair = generateKeyPairSync('ec', {namedCurve: 'prime256v1'})
+  const spki = pair.publicKey.export({type: 'spki', format: 'der'})
+  const leafKey = pair.privateKey.export({type: 'pkcs8', format: 'pem'}).toString()
+  const cache = new Map<string, {cert: string; key: string}>()
+  const mint = (host: string) => {
+    const now = Date.now()
+    const tbs = seq(
+      explicit(0, integer(Buffer.from([2]))),
+      integer(Buffer.concat([Buffer.from([0x40]), randomBytes(15)])),
+      ECDSA_SHA256,
+      issuer,
+      // Short-lived (clients cap leaf validity), backdated an hour for clock skew.
+      seq(time(new Date(now - HOUR)), time(new Date(now + 30 * DAY))),
+      seq(set(seq(oid('2.5.4.3'), tlv(0x0c, Buffer.from(host, 'utf8'))))),
+      spki,
+      explicit(
+        3,
+        seq(
+          extension('2.5.29.19', true, seq()),
+          // digitalSignature only: bit 0 of a one-byte string with 7 unused bits.
+          extension('2.5.29.15', true, tlv(0x03, Buffer.from([7, 0x80]))),
+          extension('2.5.29.37', false, seq(oid('1.3.6.1.5.5.7.3.1'))),
+          extension('2.5.29.17', false, seq(tlv(0x82, Buffer.from(host, 'latin1')))),
+          extension('2.5.29.35', false, seq(tlv(0x80, keyId))),
+        ),
+      ),
+    )
+    const cert = seq(tbs, ECDSA_SHA256, bits(sign('sha256', tbs, caKey)))
+    return {cert: `${pem('CERTIFICATE', cert)}\n${ca.cert}`, key: leafKey}
+  }
+  return {
+    leaf(host) {
+      let made = cache.get(host)
+      if (!made) {
+        made = mint(host)
+        cache.set(host, made)
+      }
+      return Promise.resolve(made)
+    },
+  }
+}
