@@ -17,7 +17,8 @@
 #      SSL_CERT_FILE name: intercepted hosts present leaves of that CA,
 #   8. marks the sandbox ready in /run/agent-sandbox (a tmpfs, empty after a restart).
 # Then, with no CMD, it idles so that `docker exec -u node` can attach agents;
-# with a CMD (one-shot `run`), it drops to `node` and execs CMD.
+# with a CMD (one-shot `run`), it waits for the run's egress gateway if one is
+# announced (AGENT_SANDBOX_RUN_GATEWAY, wait_gateway), then drops to `node` and execs CMD.
 # If any step fails, the reason goes to /run/agent-sandbox/failed and to stderr,
 # and it exits 1: the container stops and nothing runs with open egress.
 # It runs before every sandbox and every one-shot command, so it uses builtins
@@ -59,7 +60,7 @@ prepare_state() {
   [[ -d "$STATE" ]] || mkdir -p "$STATE"
   chmod 0755 "$STATE"
   # rm(1) only if there is something to remove: on a fresh start there is not.
-  for f in "$STATE/ready" "$STATE/failed"; do
+  for f in "$STATE/ready" "$STATE/failed" "$STATE/gateway-ready"; do
     if [[ -e "$f" || -L "$f" ]]; then stale+=("$f"); fi
   done
   [[ "${#stale[@]}" -eq 0 ]] || rm -f "${stale[@]}"
@@ -299,6 +300,26 @@ run_command() {
   exit "$rc"
 }
 
+# wait_gateway: a one-shot run with an egress gateway starts its command only
+# once the CLI has started the gateway in this network namespace and handed it
+# its secrets. Only AGENT_SANDBOX_RUN_GATEWAY=1 announces one (the CLI sets it
+# only for a run it will start a gateway for: one with masked secrets); any
+# other command starts at once, whatever else is set. The CLI writes
+# $STATE/gateway-ready: the CLI then writes $STATE/gateway-ready
+# (as root; the state directory is root's). Until then the firewall refuses the
+# web traffic anyway (fail closed): this wait only keeps the command from
+# meeting a gateway that is not up yet. No marker in time: set-up failed.
+wait_gateway() {
+  [[ "${AGENT_SANDBOX_RUN_GATEWAY:-}" == 1 ]] || return 0
+  local limit="${AGENT_SANDBOX_GATEWAY_WAIT:-120}" i
+  [[ "$limit" =~ ^[0-9]+$ ]] || fail "AGENT_SANDBOX_GATEWAY_WAIT is not a number of seconds: $limit"
+  for ((i = 0; i < limit * 20; i++)); do
+    [[ -e "$STATE/gateway-ready" ]] && return 0
+    sleep 0.05
+  done
+  fail "the egress gateway did not come up within ${limit}s"
+}
+
 # The bundle is in the container's own layer: after a restart it has the CA already.
 trust_gateway_ca() {
   local ca="${AGENT_SANDBOX_GATEWAY_CA:-}" bundle="${AGENT_SANDBOX_CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}" pem i
@@ -332,11 +353,13 @@ main() {
   setup_git
   trust_gateway_ca
   watch_started
-  : > "$STATE/ready"
   if [[ "$#" -eq 0 ]]; then
+    : > "$STATE/ready"
     printf 'agent-sandbox: ready\n'
     exec sleep infinity
   fi
+  wait_gateway
+  : > "$STATE/ready"
   run_command "$@"
 }
 

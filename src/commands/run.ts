@@ -3,6 +3,7 @@ import {allowHostNetworkFlag, branchFlag, limitFlags, limitsFrom, nestedFlag, ne
 import {Flags} from '../cli/params.js'
 import {stdio} from '../cli/output.js'
 import {StreamRedactor} from '../cli/redact-stream.js'
+import {formatRequest} from '../lib/network/gateway/log.js'
 import {LimitsSchema, type NetworkMode} from '../lib/config/schema.js'
 import {ExitCode, UsageError} from '../lib/errors.js'
 import {parseDuration} from '../lib/sandbox/ephemeral.js'
@@ -11,7 +12,7 @@ import {resolveWorkspace} from '../lib/workspace.js'
 
 export default class Run extends Command {
   static override summary = 'Run one command in a fresh sandbox container, then remove it.'
-  static override description = `Same image, mounts, guardrails and firewall as start. Output streams, the exit code is passed through; on timeout the container is killed and the exit code is ${ExitCode.timeout}. If the sandbox cannot be set up (e.g. the firewall), the command never starts.`
+  static override description = `Same image, mounts, guardrails and firewall as start; with network firewall, an egress gateway of its own (httpRules, masked secretEnv), removed with the run, and what it refused is listed on stderr at the end. Output streams, the exit code is passed through; on timeout the container is killed and the exit code is ${ExitCode.timeout}. If the sandbox cannot be set up (e.g. the firewall or its gateway), the command never starts.`
   static override examples = [
     '<%= config.bin %> run -- npm test',
     "<%= config.bin %> run --timeout 10m --memory 2g --pids-limit 512 -- sh -c 'make && make check'",
@@ -75,6 +76,8 @@ export default class Run extends Command {
     out?.end()
     err?.end()
     if (result.kept) this.reporter.info(`kept container ${result.name}`)
+    // The run's gateway goes with it: what it refused is said here, as `firewall log` would show it.
+    for (const e of result.blocked) this.fail(`egress gateway refused: ${formatRequest(e)}`)
     if (result.timedOut) {
       if (result.atPidsLimit) this.fail(`the pids limit was reached (the sandbox was at its limit of ${limits?.pids ?? 'its'} processes)`)
       this.fail(`timed out after ${flags.timeout}; the container was killed`)

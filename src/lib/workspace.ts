@@ -38,6 +38,8 @@ export const Labels = {
   versions: `${LABEL_PREFIX}.versions`,
   /** On an egress gateway container: the name of the sandbox it serves. */
   gatewayOf: `${LABEL_PREFIX}.gateway-of`,
+  /** The masked secrets a sandbox holds surrogates of (JSON [{name, hosts}]): a gateway made anew knows them all. */
+  masked: `${LABEL_PREFIX}.masked`,
 } as const
 
 export type SandboxMode = 'bind' | 'branch'

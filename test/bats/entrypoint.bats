@@ -402,6 +402,47 @@ two words
   [ ! -e "$TEST_TMP/setpriv.1" ]
 }
 
+@test "with a CMD and an egress gateway: the command waits for the CLI's gateway-ready marker, then starts" {
+  # The third wait creates the marker, as the CLI does once the run's gateway serves.
+  stub sleep 'n=$(( $(cat "$TEST_TMP/sleep.n" 2>/dev/null || echo 0) + 1 )); echo "$n" > "$TEST_TMP/sleep.n"
+[ "$n" -lt 3 ] || : > "$AGENT_SANDBOX_STATE_DIR/gateway-ready"'
+  stub setpriv '[ -e "$AGENT_SANDBOX_STATE_DIR/gateway-ready" ] && echo "setpriv: gateway ready" >> "$STUB_LOG"; exit 0'
+  AGENT_SANDBOX_RUN_GATEWAY=1 AGENT_SANDBOX_GATEWAY_UID=65532 run --separate-stderr "$SCRIPT" curl https://example.test
+  assert_success
+  assert_equal "$(cat "$TEST_TMP/sleep.n")" 3
+  run grep -c '^setpriv: gateway ready$' "$STUB_LOG"
+  assert_output 1
+}
+
+@test "with a CMD and an egress gateway: no marker in time fails set-up (125), the command never starts" {
+  AGENT_SANDBOX_RUN_GATEWAY=1 AGENT_SANDBOX_GATEWAY_UID=65532 AGENT_SANDBOX_GATEWAY_WAIT=1 run --separate-stderr "$SCRIPT" curl https://example.test
+  assert_failure 125
+  assert_equal "$stderr" 'agent-sandbox: the egress gateway did not come up within 1s'
+  [ ! -e "$AGENT_SANDBOX_STATE_DIR/ready" ]
+  [ ! -e "$TEST_TMP/setpriv.1" ]
+}
+
+@test "a stale gateway-ready marker is removed at start; without a gateway a CMD does not wait" {
+  mkdir -p "$AGENT_SANDBOX_STATE_DIR"
+  : > "$AGENT_SANDBOX_STATE_DIR/gateway-ready"
+  AGENT_SANDBOX_RUN_GATEWAY=1 AGENT_SANDBOX_GATEWAY_UID=65532 AGENT_SANDBOX_GATEWAY_WAIT=1 run --separate-stderr "$SCRIPT" true
+  assert_failure 125
+  run --separate-stderr "$SCRIPT" true
+  assert_success
+  [ -e "$TEST_TMP/setpriv.1" ]
+}
+
+@test "with a CMD and no gateway announced (no AGENT_SANDBOX_RUN_GATEWAY, even with a gateway uid): the command starts at once" {
+  stub sleep 'echo "sleep $*" >> "$STUB_LOG"'
+  AGENT_SANDBOX_GATEWAY_UID=65532 AGENT_SANDBOX_GATEWAY_WAIT=1 run --separate-stderr "$SCRIPT" curl https://example.test
+  assert_success
+  [ ! -e "$AGENT_SANDBOX_STATE_DIR/gateway-ready" ]
+  [ -e "$AGENT_SANDBOX_STATE_DIR/ready" ]
+  [ -e "$TEST_TMP/setpriv.1" ]
+  run grep -c '^sleep 0.05$' "$STUB_LOG"
+  assert_output 0
+}
+
 @test "with a CMD: set-up warnings go to the state dir's setup.log, not the command's stderr" {
   firewall 'echo "init-firewall: warning: no IPv6" >&2'
   AGENT_SANDBOX_NETWORK=firewall run --separate-stderr "$SCRIPT" true

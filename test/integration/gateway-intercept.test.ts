@@ -8,11 +8,12 @@
  */
 import {randomBytes} from 'node:crypto'
 import {execFileSync} from 'node:child_process'
-import {mkdtempSync, readFileSync, readdirSync, writeFileSync} from 'node:fs'
+import {mkdtempSync, readFileSync, readdirSync, realpathSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
+import {execa} from 'execa'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
-import {BASE_IMAGE, cli, docker, initWorkspace, makeWorkspace, type Result, sbx, TEST_STATE_HOME, trustWorkspace} from './helpers.js'
+import {BASE_IMAGE, BIN, cli, docker, initWorkspace, makeWorkspace, type Result, sbx, TEST_STATE_HOME, trustWorkspace} from './helpers.js'
 import {createTestNetwork, must, removeTestSites, startTestSite} from './test-sites.js'
 
 const RUN = `${(process.env.AGENT_SANDBOX_IT_ID ?? 'main').toLowerCase().replace(/[^a-z0-9]+/g, '-')}-${randomBytes(3).toString('hex')}`
@@ -87,6 +88,12 @@ async function requests(ws: string): Promise<any[]> {
 
 afterAll(() => removeTestSites(LABEL, network, workspaces, certDir))
 
+/** The one-shot runs' containers of a workspace (every kind but its started sandbox and that sandbox's gate and gateway). */
+async function runContainers(ws: string): Promise<string[]> {
+  const r = must(await docker('ps', '-a', '--filter', `label=dev.agent-sandbox.workspace=${realpathSync(ws)}`, '--format', '{{.Names}}'), 'ps')
+  return r.stdout.split('\n').filter((n) => n.startsWith('agent-sandbox-run-'))
+}
+
 const api = name('api')
 const plain = name('plain')
 let caPem = ''
@@ -123,11 +130,14 @@ beforeAll(async () => {
 })
 
 describe('interception of hosts with httpRules', () => {
+  /** The masked secret's value: a run with it gets a gateway. */
+  const RUN_ENV = {GWI_RUN_TOKEN: `sk-gwi-${randomBytes(8).toString('hex')}`}
   let ws = ''
   let sandbox = ''
 
   beforeAll(async () => {
-    ;({ws, sandbox} = await started('gwi', {httpRules: [{host: api, methods: ['GET', 'HEAD'], paths: ['/pub/*']}]}))
+    // A masked secret: a run with its value set gets a gateway of its own, a run without it the firewall alone
+    ;({ws, sandbox} = await started('gwi', {httpRules: [{host: api, methods: ['GET', 'HEAD'], paths: ['/pub/*']}], secretEnv: [{name: 'GWI_RUN_TOKEN', hosts: [api]}]}))
   })
 
   it('an intercepted HTTPS GET works with curl and with node (trust through the system bundle and NODE_EXTRA_CA_CERTS); the certificate is the sandbox CA\'s', async () => {
@@ -236,6 +246,52 @@ describe('interception of hosts with httpRules', () => {
     expect((await curl(ws, `https://${api}/pub/again`)).stdout).toBe(`hi from api GET /pub/again host=${api}`)
   })
 
+  it('a one-shot run with a masked secret has a gateway of its own: a path outside the rules is refused and listed at the end, the allowed one works; the exit code passes through; nothing is left', async () => {
+    const r = await cli(['run', ws, '--', 'bash', '-c', `curl -sS --max-time 20 -w ' %{http_code}\\n' https://${api}/private; curl -sS --max-time 20 -w ' %{http_code}' https://${api}/pub/run; exit 7`], {env: RUN_ENV})
+    expect(r.exitCode, r.stderr).toBe(7)
+    expect(r.stdout).toBe(`agent-sandbox gateway: GET ${api}/private refused: path /private not in httpRules ${api} methods GET,HEAD paths /pub/*\n 403\nhi from api GET /pub/run host=${api}\n 200`)
+    expect(r.stderr).toMatch(new RegExp(`agent-sandbox: egress gateway refused: \\S+  BLOCK  403  GET  ${api}/private  \\d+B  \\(path /private not in httpRules`))
+    expect(r.stderr).not.toContain('/pub/run')
+    expect(await runContainers(ws)).toEqual([])
+  })
+
+  it('a one-shot run without a masked secret has no gateway (the firewall alone): no gateway container, and a path outside httpRules reaches the site; no refusals listed', async () => {
+    const child = execa(BIN, ['run', ws, '--', 'bash', '-c', `curl -sS --max-time 20 -w ' %{http_code}' https://${api}/private-plain; sleep 3`], {env: {XDG_STATE_HOME: TEST_STATE_HOME, GWI_RUN_TOKEN: undefined}, reject: false, stdin: 'ignore'})
+    let seen: string[] = []
+    for (let i = 0; i < 240 && !seen.length; i++) {
+      seen = await runContainers(ws)
+      await new Promise((resolve) => setTimeout(resolve, 250))
+    }
+    expect(seen).toHaveLength(1) // the run container, alone
+    expect(seen[0]).not.toMatch(/-gateway$/)
+    const r = await child
+    expect(r.exitCode, r.stderr).toBe(0)
+    expect(r.stdout).toBe(`hi from api GET /private-plain host=${api}\n 200`)
+    expect(r.stderr).not.toContain('egress gateway')
+    expect(await runContainers(ws)).toEqual([])
+  })
+
+  it("a run's gateway goes with it: after a clean exit, a timeout and an interrupt (SIGTERM) of the CLI", async () => {
+    const ok = await cli(['run', ws, '--', 'true'], {env: RUN_ENV})
+    expect(ok.exitCode, ok.stderr).toBe(0)
+    expect(await runContainers(ws)).toEqual([])
+    const timedOut = await cli(['run', ws, '--timeout', '3s', '--', 'sleep', '60'], {env: RUN_ENV})
+    expect(timedOut.exitCode, timedOut.stderr).toBe(124)
+    expect(await runContainers(ws)).toEqual([])
+    const child = execa(BIN, ['run', ws, '--', 'sleep', '60'], {env: {XDG_STATE_HOME: TEST_STATE_HOME, ...RUN_ENV}, reject: false, stdin: 'ignore'})
+    // control: while it runs, the run and its gateway are there
+    let seen: string[] = []
+    for (let i = 0; i < 240 && !seen.some((n) => n.endsWith('-gateway')); i++) {
+      seen = await runContainers(ws)
+      await new Promise((resolve) => setTimeout(resolve, 250))
+    }
+    expect(seen.filter((n) => n.endsWith('-gateway'))).toHaveLength(1)
+    child.kill('SIGTERM')
+    const interrupted = await child
+    expect(interrupted.exitCode, interrupted.stderr).not.toBe(0)
+    expect(await runContainers(ws)).toEqual([])
+  })
+
   it('the default npm rule: the registry is read-only, intercepted, and a publish (PUT) never reaches it', async () => {
     const get = await curl(ws, '-o', '/dev/null', '-w', '%{http_code}', 'https://registry.npmjs.org/left-pad')
     expect(get.stdout, get.stderr).toBe('200')
@@ -266,14 +322,30 @@ describe('masked secrets', () => {
     expect(surrogate).toMatch(/^sk-proj-[A-Za-z0-9]+$/)
   })
 
-  it('a one-shot run (no gateway) gets no masked variable at all, and says so; the plain one is there (the control)', async () => {
+  it('a one-shot run gets the surrogate and its own gateway: the declared host receives the real value, an undeclared one neither (refused, listed); the plain one is there', async () => {
     const env = {GWIIT_TOKEN: REAL, GWIIT_EXPOSED: EXPOSED}
-    const masked = await cli(['run', ws, '--', 'bash', '-c', 'echo "${GWIIT_TOKEN-unset}"'], {env})
-    expect(masked.stdout.trim(), masked.stderr).toBe('unset')
-    expect(masked.stderr).toContain('secretEnv GWIIT_TOKEN is masked, but this container has no egress gateway')
-    // run masks known secret values in its output: the length says it is there
-    const plainOne = await cli(['run', ws, '--', 'bash', '-c', 'echo "${#GWIIT_EXPOSED}"'], {env})
-    expect(plainOne.stdout.trim(), plainOne.stderr).toBe(String(EXPOSED.length))
+    const r = await cli(['run', ws, '--', 'bash', '-c', [
+      'echo "${#GWIIT_EXPOSED} $GWIIT_TOKEN"',
+      `curl -sS --max-time 20 -H "Authorization: Bearer $GWIIT_TOKEN" https://${api}/run-secret`,
+      `curl -sS --max-time 20 -w ' %{http_code}' -H "Authorization: Bearer $GWIIT_TOKEN" https://${plain}/run-leak`,
+    ].join('; ')], {env})
+    expect(r.exitCode, r.stderr).toBe(0)
+    const [first, ...rest] = r.stdout.split('\n')
+    const [length, held] = first.split(' ')
+    expect(length).toBe(String(EXPOSED.length)) // the plain one, in as it is
+    expect(held).toHaveLength(REAL.length)
+    expect(held.startsWith('sk-proj-')).toBe(true)
+    expect(held).not.toBe(REAL)
+    expect(rest.join('\n')).toBe(`hi from api GET /run-secret host=${api} auth=Bearer ${REAL}\nagent-sandbox gateway: GET ${plain}/run-leak refused: secret GWIIT_TOKEN is not for ${plain} (declared for ${api})\n 403`)
+    expect(r.stderr).not.toContain('no egress gateway')
+    expect(r.stderr).toContain(`agent-sandbox: egress gateway refused: `)
+    expect(r.stderr).toMatch(new RegExp(`BLOCK  403  GET  ${plain}/run-leak .*secret GWIIT_TOKEN is not for`))
+    expect(r.stderr).not.toContain(REAL)
+    const seen = must(await docker('logs', name('plain')), 'site log').stdout
+    expect(seen).not.toContain(REAL)
+    expect(seen).not.toContain(held)
+    expect(must(await docker('logs', name('api')), 'site log').stdout).toContain(REAL) // control
+    expect(await runContainers(ws)).toEqual([])
   })
 
   it('the declared host receives the real value (a Bearer token and Basic auth); the sandbox sent only the surrogate', async () => {
@@ -329,5 +401,32 @@ describe('masked secrets', () => {
     expect(must(await cli(['firewall', 'log', ws, '--json', '--lines', '500']), 'firewall log').stdout).not.toContain(REAL)
     expect(must(await docker('exec', `${sandbox}-gateway`, 'cat', '/tmp/requests.jsonl'), 'request log').stdout).not.toContain(REAL)
     expect(must(await cli(['show-run', ws], {env: {GWIIT_TOKEN: REAL, GWIIT_EXPOSED: EXPOSED}}), 'show-run').stdout).not.toContain(REAL)
+  })
+
+  it('a gateway made anew by exec without the variable set still refuses the surrogate everywhere, and warns; with it set, the declared host gets the value again', async () => {
+    const probe = (path: string) => [
+      `curl -sS --max-time 20 -w ' %{http_code}' -H "Authorization: Bearer $GWIIT_TOKEN" https://${plain}/${path}; echo`,
+      `curl -sS --max-time 20 -w ' %{http_code}' -H "Authorization: Bearer $GWIIT_TOKEN" https://${api}/${path}`,
+    ].join('; ')
+    must(await docker('kill', `${sandbox}-gateway`), 'kill the gateway')
+    const without = await cli(['exec', ws, '--', 'bash', '-c', probe('remade')], {env: {GWIIT_TOKEN: undefined}})
+    expect(without.stderr).toContain(`secretEnv GWIIT_TOKEN is not set here: the new egress gateway of ${sandbox} refuses its surrogate at every host`)
+    expect(without.stdout).toBe([
+      `agent-sandbox gateway: GET ${plain}/remade refused: secret GWIIT_TOKEN is not for ${plain} (declared for ${api})`,
+      ' 403',
+      `agent-sandbox gateway: GET ${api}/remade refused: secret GWIIT_TOKEN has no value in this gateway (made anew where GWIIT_TOKEN was not set)`,
+      ' 403',
+    ].join('\n'))
+    for (const site of ['plain', 'api']) expect(must(await docker('logs', name(site)), 'site log').stdout, site).not.toContain(surrogate)
+    // the twin: made anew with the variable set, the declared host gets the value
+    must(await docker('kill', `${sandbox}-gateway`), 'kill the gateway')
+    const withIt = await cli(['exec', ws, '--', 'bash', '-c', probe('restored')], {env: {GWIIT_TOKEN: REAL}})
+    expect(withIt.stderr).not.toContain('is not set here')
+    expect(withIt.stdout).toBe([
+      `agent-sandbox gateway: GET ${plain}/restored refused: secret GWIIT_TOKEN is not for ${plain} (declared for ${api})`,
+      ' 403',
+      `hi from api GET /restored host=${api} auth=Bearer ${REAL}`,
+      ' 200',
+    ].join('\n'))
   })
 })

@@ -265,7 +265,8 @@ describe('the egress gateway of a firewalled sandbox', () => {
 describe('a gateway that does not come up', () => {
   it('start exits 6 with one line naming the gateway, and leaves nothing behind', async () => {
     // A workspace image without the gateway's program (an image of its own making)
-    const ws = await workspace('nogw', {}, 'RUN rm /usr/local/lib/agent-sandbox/egress-gateway.cjs')
+    // A masked secret, so that a run with its value gets a gateway too
+    const ws = await workspace('nogw', {secretEnv: [{name: 'GW_RUN_TOKEN', hosts: ['api.gw.test']}]}, 'RUN rm /usr/local/lib/agent-sandbox/egress-gateway.cjs')
     const r = await cli(['start', ws])
     expect(r.exitCode, r.stderr).toBe(6)
     const lines = r.stderr.trim().split('\n').filter((l) => l.startsWith('agent-sandbox: error:'))
@@ -273,5 +274,15 @@ describe('a gateway that does not come up', () => {
     expect(lines[0]).toMatch(/the egress gateway \S+-gateway did not start: .*Cannot find module/)
     const left = await docker('ps', '-aq', '--filter', `label=dev.agent-sandbox.workspace=${ws}`)
     expect(left.stdout.trim()).toBe('')
+    // A one-shot run with a masked secret fails closed the same way: its command never starts, nothing is left
+    const run = await cli(['run', ws, '--', 'sh', '-c', 'echo COMMAND-RAN'], {env: {GW_RUN_TOKEN: 'sk-gw-run-token'}})
+    expect(run.exitCode, run.stderr).toBe(6)
+    expect(run.stdout + run.stderr).not.toContain('COMMAND-RAN')
+    expect(run.stderr).toMatch(/the egress gateway agent-sandbox-run-\S+-gateway did not start: .*Cannot find module/)
+    expect((await docker('ps', '-aq', '--filter', `label=dev.agent-sandbox.workspace=${ws}`)).stdout.trim()).toBe('')
+    // control: the same run without the secret's value (no gateway: the firewall alone) runs its command
+    const plainRun = await cli(['run', ws, '--', 'sh', '-c', 'echo COMMAND-RAN'], {env: {GW_RUN_TOKEN: undefined}})
+    expect(plainRun.exitCode, plainRun.stderr).toBe(0)
+    expect(plainRun.stdout).toContain('COMMAND-RAN')
   })
 })

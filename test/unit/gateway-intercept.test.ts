@@ -154,4 +154,18 @@ describe('masked secrets', () => {
     expect(swapSecrets('api.example.com', false, '/', [['Authorization', `Bearer ${s.surrogate}`]], [s])).toEqual({ok: false, rule: 'secret API_TOKEN in header Authorization only over HTTPS'})
     expect(swapSecrets('api.example.com', true, `/?key=${s.surrogate}`, [], [s])).toEqual({ok: false, rule: 'secret API_TOKEN in the request target'})
   })
+
+  it('a gateway made anew without the value still knows the surrogate: refused at other hosts, and at the declared host too (never passed on)', () => {
+    const {value: _value, ...held} = secret()
+    expect(swapSecrets('other.example.com', true, '/', [['Authorization', `Bearer ${held.surrogate}`]], [held])).toEqual({
+      ok: false,
+      rule: 'secret API_TOKEN is not for other.example.com (declared for api.example.com)',
+    })
+    expect(swapSecrets('api.example.com', true, '/', [['Authorization', `Bearer ${held.surrogate}`]], [held])).toEqual({
+      ok: false,
+      rule: 'secret API_TOKEN has no value in this gateway (made anew where API_TOKEN was not set)',
+    })
+    // control: a request without the surrogate passes as it is
+    expect(swapSecrets('api.example.com', true, '/', [['Accept', '*/*']], [held])).toEqual({ok: true, headers: [['Accept', '*/*']], swapped: []})
+  })
 })

@@ -23,7 +23,8 @@ import {
   type SandboxSpec,
   type SpecOptions,
 } from '../../src/lib/sandbox/spec.js'
-import {Names, describeWorkspace, md5, quoteArg, sanitizeBranch} from '../../src/lib/workspace.js'
+import {heldSecrets} from '../../src/lib/sandbox/lifecycle.js'
+import {Labels, Names, describeWorkspace, md5, quoteArg, sanitizeBranch} from '../../src/lib/workspace.js'
 
 const ws = describeWorkspace('/home/me/My Repo', 1000, 1001)
 const settings = (over: Partial<Settings> = {}): Settings => ({...structuredClone(DEFAULTS), ...over})
@@ -166,6 +167,36 @@ describe('interception and masked secrets', () => {
     expect(e.AGENT_SANDBOX_GATEWAY_MASKED?.value).toBe('MASKED_TOKEN')
     expect(JSON.stringify(gw)).not.toMatch(/sk-surrogate|plain-value|PRIVATE KEY/)
     expect(buildGatewaySpec(ws, sandbox, {}).env.some((x) => /RULES|MASKED/.test(x.name))).toBe(false)
+  })
+
+  it('labels the sandbox with the masked names and hosts (no value, no surrogate); a gateway made anew reads them back with the surrogates', () => {
+    const labelled = buildSpec(ws, masked, {protectedPaths, gateway: true, surrogates: {MASKED_TOKEN: 'sk-surrogate'}, masked: [{name: 'MASKED_TOKEN', hosts: ['api.example.com']}]})
+    expect(JSON.parse(labelled.labels[Labels.masked])).toEqual([{name: 'MASKED_TOKEN', hosts: ['api.example.com']}])
+    expect(labelled.labels[Labels.masked]).not.toContain('sk-surrogate')
+    expect(sandbox.labels[Labels.masked]).toBeUndefined()
+    const running = {labels: labelled.labels, env: labelled.env.map((e) => `${e.name}=${e.value}`)}
+    expect(heldSecrets(running)).toEqual([{name: 'MASKED_TOKEN', hosts: ['api.example.com'], surrogate: 'sk-surrogate'}])
+    // made before the label: nothing held, the gateway follows the current settings
+    expect(heldSecrets({labels: {}, env: running.env})).toBeUndefined()
+  })
+
+  it("a one-shot run's gateway is the same sidecar, in the run container's network namespace", () => {
+    const run = buildSpec(ws, masked, {protectedPaths, gateway: true, name: 'agent-sandbox-run-abc-1234', cmd: ['true'], labels: {[Labels.kind]: 'run'}})
+    const gw = buildGatewaySpec(ws, run, {masked: ['MASKED_TOKEN']})
+    expect(gw.name).toBe('agent-sandbox-run-abc-1234-gateway')
+    expect(gw.networkMode).toBe('container:agent-sandbox-run-abc-1234')
+    expect(gw.labels[Labels.gatewayOf]).toBe('agent-sandbox-run-abc-1234')
+    expect(env(run).AGENT_SANDBOX_GATEWAY_UID?.value).toBe(String(gatewayUid(ws)))
+  })
+
+  it('only a run whose gateway is coming announces it to the entrypoint (AGENT_SANDBOX_RUN_GATEWAY); a sandbox and a plain run do not', () => {
+    const opts = {protectedPaths, name: 'agent-sandbox-run-abc-1234', cmd: ['true'], labels: {[Labels.kind]: 'run'}}
+    expect(env(buildSpec(ws, masked, {...opts, gateway: true, runGateway: true})).AGENT_SANDBOX_RUN_GATEWAY?.value).toBe('1')
+    expect(env(buildSpec(ws, masked, {...opts, gateway: true})).AGENT_SANDBOX_RUN_GATEWAY).toBeUndefined()
+    const plainRun = buildSpec(ws, masked, opts)
+    expect(env(plainRun).AGENT_SANDBOX_RUN_GATEWAY).toBeUndefined()
+    expect(env(plainRun).AGENT_SANDBOX_GATEWAY_UID).toBeUndefined()
+    expect(env(buildSpec(ws, masked, {protectedPaths, gateway: true})).AGENT_SANDBOX_RUN_GATEWAY).toBeUndefined()
   })
 })
 

@@ -121,8 +121,13 @@ async function gatewayRequests(ctx: Context, sandbox: RunningSandbox, lines: num
   if (!hasGateway(sandbox)) return {gateway: 'none', requests: []}
   const info = await ctx.engine.containers.inspect(Names.gateway(sandbox.name))
   if (!info?.running) return {gateway: 'down', requests: []}
-  const r = await ctx.engine.containers.exec(info.id, ['tail', '-n', String(lines), GATEWAY_LOG])
-  return {gateway: 'running', requests: r.exitCode === 0 ? parseRequestLog(r.stdout) : []}
+  return {gateway: 'running', requests: await gatewayLogEntries(ctx, info.id, lines)}
+}
+
+/** A running gateway's last `lines` requests (all of them without `lines`); none when it has no log yet. */
+export async function gatewayLogEntries(ctx: Context, gatewayId: string, lines?: number): Promise<RequestLogEntry[]> {
+  const r = await ctx.engine.containers.exec(gatewayId, lines === undefined ? ['cat', GATEWAY_LOG] : ['tail', '-n', String(lines), GATEWAY_LOG])
+  return r.exitCode === 0 ? parseRequestLog(r.stdout) : []
 }
 
 /**

@@ -37,6 +37,12 @@ export async function ensureGatewayCa(container: string, env: NodeJS.ProcessEnv 
   return ca
 }
 
+/** A CA for a one-shot run's gateway: in memory only, gone with the run. */
+export async function ephemeralGatewayCa(container: string): Promise<CaPair> {
+  const {createCa} = await import('./gateway/x509.js')
+  return createCa(`agent-sandbox ${container}`)
+}
+
 export function removeGatewayCa(container: string, env: NodeJS.ProcessEnv = process.env): void {
   rmSync(gatewayCaDir(container, env), {recursive: true, force: true})
 }

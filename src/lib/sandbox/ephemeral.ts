@@ -13,6 +13,7 @@ import type {Context} from '../context.js'
 import {quoteArg, requireInitialised} from '../workspace.js'
 import {provisionBranch} from '../git/shelf.js'
 import {secretValues, type SandboxSpec} from './spec.js'
+import type {GatewaySecrets} from '../network/gateway/server.js'
 import {Labels, type Workspace} from '../workspace.js'
 
 export interface Limits {
@@ -45,6 +46,9 @@ export interface EphemeralContainer {
   spec: SandboxSpec
   /** Values to mask in anything printed. */
   secrets: string[]
+  /** A run's egress gateway (network firewall), to start once the run container is (startRunGateway). */
+  gateway?: SandboxSpec
+  gatewaySecrets?: GatewaySecrets
 }
 
 /** Pure: `2s`, `500ms`, `1.5m`, `1h`, or plain seconds, to milliseconds. */
@@ -80,6 +84,7 @@ export async function createEphemeral(ctx: Context, ws: Workspace, options: Ephe
       cmd: options.cmd,
       labels: {[Labels.kind]: options.kind},
       allowHostNetwork: options.allowHostNetwork,
+      oneShotGateway: options.kind === 'run',
       ...(await engineTraits(ctx)),
     },
     ctx.env,
@@ -94,5 +99,5 @@ export async function createEphemeral(ctx: Context, ws: Workspace, options: Ephe
   await ensureVolumes(ctx, ws, spec)
   createPlaceholders(ws.path, prepared.placeholders, ws)
   const id = await createContainer(ctx, spec)
-  return {id, name, spec, secrets: secretValues(spec)}
+  return {id, name, spec, secrets: secretValues(spec), gateway: prepared.gateway, gatewaySecrets: prepared.gatewaySecrets}
 }

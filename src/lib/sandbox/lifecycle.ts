@@ -16,10 +16,10 @@ import {provisionBranch} from '../git/shelf.js'
 import {createPlaceholders, fsKindOf, planProtectedPaths} from '../git/protected.js'
 import {detectHookConfig, fsHookProbe, hooksDirOf, hooksPathFromConfig, hookConfigLabel, type HookConfigReport} from '../git/hook-config.js'
 import {silentReporter, type Reporter} from '../reporter.js'
-import {buildGateSpec, buildGatewaySpec, buildSpec, checkDockerNetwork, NESTED_STORE, SANDBOX_EXEC, STATE_DIR, toCreateOptions, type SandboxSpec} from './spec.js'
-import {GATEWAY_DEFAULTS} from '../network/gateway/ports.js'
+import {buildGateSpec, buildGatewaySpec, buildSpec, checkDockerNetwork, NESTED_STORE, RUN_GATEWAY_MARKER, SANDBOX_EXEC, STATE_DIR, toCreateOptions, type SandboxSpec} from './spec.js'
+import {GATEWAY_DEFAULTS, SECRETS_FILE} from '../network/gateway/ports.js'
 import type {GatewaySecrets} from '../network/gateway/server.js'
-import {caCertLine, ensureGatewayCa, liveRules, removeGatewayCa} from '../network/gateway-ca.js'
+import {caCertLine, ensureGatewayCa, ephemeralGatewayCa, liveRules, removeGatewayCa} from '../network/gateway-ca.js'
 import {gatewayAddRule, gatewayAllow} from '../network/firewall.js'
 import {isMasked, makeSurrogate, type MaskedSecret} from '../network/gateway/secrets.js'
 import {Labels, Names, quoteArg, requireInitialised, sanitizeBranch, type Workspace} from '../workspace.js'
@@ -46,7 +46,18 @@ export interface SandboxOptions {
   selinux?: boolean
   /** Allow dockerNetwork `host` (with network `open` only): --allow-host-network. */
   allowHostNetwork?: boolean
+  /** A one-shot container that may get an egress gateway of its own (`run`, when it has masked secrets; not the API's idle containers). */
+  oneShotGateway?: boolean
+  /**
+   * The masked secrets a running sandbox holds (heldSecrets: names, hosts and
+   * surrogates from its labels and env), for a gateway made anew: it knows every
+   * one of them, whether or not this command's environment has the value.
+   */
+  held?: HeldSecret[]
 }
+
+/** A masked secret as a running sandbox holds it: no value, only its surrogate (spec.ts Labels.masked and the env). */
+export type HeldSecret = Omit<MaskedSecret, 'value'>
 
 export interface PreparedSandbox {
   spec: SandboxSpec
@@ -58,8 +69,10 @@ export interface PreparedSandbox {
   gatewaySecrets?: GatewaySecrets
   /** `secretEnv` names given in as they are (the plain form): the agent can read and send them anywhere allowed. */
   exposedSecrets: string[]
-  /** Masked `secretEnv` names left out: this container has no gateway to swap them (one-shot run, network none or open). */
+  /** Masked `secretEnv` names left out: this container has no gateway to swap them (network none or open, the API's containers). */
   unmasked: string[]
+  /** Masked names the gateway knows without a value (held, not set here): their surrogates are refused at every host. */
+  unvalued: string[]
   settings: Settings
   placeholders: Array<{relative: string; kind: 'file' | 'dir'}>
   skipped: Array<{relative: string; reason: string}>
@@ -79,7 +92,7 @@ export function reportSecrets(reporter: Reporter, prepared: Pick<PreparedSandbox
   for (const n of prepared.exposedSecrets) {
     reporter.warn(`secretEnv ${n} is passed in as it is: the agent can read it and send it to any allowed host; declare {"name": "${n}", "hosts": [...]} to mask it`)
   }
-  for (const n of prepared.unmasked) reporter.warn(`secretEnv ${n} is masked, but this container has no egress gateway (a started sandbox with network firewall): it is not set`)
+  for (const n of prepared.unmasked) reporter.warn(`secretEnv ${n} is masked, but this container has no egress gateway (sandboxes and runs with network firewall have one): it is not set`)
 }
 
 /**
@@ -115,19 +128,26 @@ export async function prepareSandbox(ws: Workspace, options: SandboxOptions, env
   const plannedGhapp = options.name === undefined ? planGhapp(ws, settings.github, Names.container(ws, options.branch), env) : undefined
   const plainSecrets = settings.secretEnv.filter((e): e is string => !isMasked(e)).filter((n) => env[n] !== undefined)
   const secretValues = Object.fromEntries(plainSecrets.map((n) => [n, env[n] as string]))
-  // One-shot containers (run, the API) keep the firewall alone: they have no companion containers.
-  const gatewayOn = !oneShot && (options.network ?? settings.network) === 'firewall'
+  const maskedEntries = settings.secretEnv.filter(isMasked).filter((e) => env[e.name] !== undefined)
+  // A sandbox gets a gateway. A one-shot `run` only when it has something only a gateway can give it: masked
+  // secrets with a value (runs get no App token: planGhapp is for sandboxes); a plain run keeps the firewall
+  // alone, and its speed. The API's idle containers never (they have no companion containers).
+  const runGateway = oneShot && options.oneShotGateway === true && maskedEntries.length > 0
+  const gatewayOn = (!oneShot || runGateway) && (options.network ?? settings.network) === 'firewall'
   // The App token is held by the gateway alone (a surrogate inside): without a gateway the sandbox gets none (fail closed).
   const ghapp = gatewayOn ? plannedGhapp : undefined
   if (ghapp) assertGatewayCanCarry(ghapp.record.config)
-  const gatewayCa = gatewayOn ? await ensureGatewayCa(Names.container(ws, options.branch), env) : undefined
-  const maskedEntries = settings.secretEnv.filter(isMasked).filter((e) => env[e.name] !== undefined)
+  // A run's CA lives as long as the run: made in memory, never written to the host.
+  const gatewayCa = gatewayOn ? await (oneShot ? ephemeralGatewayCa(options.name as string) : ensureGatewayCa(Names.container(ws, options.branch), env)) : undefined
   // Masked secrets need the gateway: a container without one gets neither the value nor a surrogate.
-  const masked: MaskedSecret[] = gatewayCa
-    ? maskedEntries.map((e) => ({name: e.name, hosts: e.hosts, value: env[e.name] as string, surrogate: makeSurrogate(e.name, env[e.name] as string, gatewayCa.key)}))
-    : []
+  const masked: MaskedSecret[] = !gatewayCa
+    ? []
+    : options.held
+      ? options.held.map((h) => ({...h, ...(env[h.name] === undefined ? {} : {value: env[h.name] as string})}))
+      : maskedEntries.map((e) => ({name: e.name, hosts: e.hosts, value: env[e.name] as string, surrogate: makeSurrogate(e.name, env[e.name] as string, gatewayCa.key)}))
   const spec = buildSpec(ws, settings, {
     gateway: gatewayOn,
+    runGateway: runGateway && gatewayOn,
     gatewayCa: gatewayCa && caCertLine(gatewayCa.cert),
     branch: options.branch,
     network: options.network,
@@ -141,6 +161,7 @@ export async function prepareSandbox(ws: Workspace, options: SandboxOptions, env
     // What doctor checks: the mounts of bind mode (branch mode's shelf has none of them).
     labels: hookConfig?.frameworks.length && !branchMode ? {[Labels.hookConfig]: hookConfigLabel(hookConfig), ...options.labels} : options.labels,
     ghapp: ghapp?.spec,
+    masked: masked.map((m) => ({name: m.name, hosts: m.hosts})),
     userns: options.userns,
     selinux: options.selinux,
     ownGit,
@@ -156,6 +177,7 @@ export async function prepareSandbox(ws: Workspace, options: SandboxOptions, env
     gatewaySecrets: gatewayCa && {ca: gatewayCa, secrets: masked},
     exposedSecrets: plainSecrets,
     unmasked: gatewayCa ? [] : maskedEntries.map((e) => e.name),
+    unvalued: masked.filter((m) => m.value === undefined).map((m) => m.name),
     settings,
     placeholders: plan.placeholders,
     skipped: plan.skipped,
@@ -336,7 +358,8 @@ async function startGate(ctx: Context, gate: SandboxSpec): Promise<void> {
   await ctx.engine.containers.start(id)
 }
 
-async function removeGate(ctx: Context, name: string): Promise<void> {
+/** Remove a gate or gateway (a run's too) by name: missing is fine. */
+export async function removeGate(ctx: Context, name: string): Promise<void> {
   const existing = await ctx.engine.containers.inspect(name)
   if (existing) await ctx.engine.containers.remove(existing.id, {force: true})
 }
@@ -375,19 +398,17 @@ async function startGateway(ctx: Context, gateway: SandboxSpec, secrets: Gateway
   // The App token as it is on the host now (the refresher may renew it at any time: see below).
   const app = ghapp && ghappSecret(ghapp, env)
   const all = secrets && {...secrets, secrets: [...(secrets.secrets ?? []), ...(app ? [app] : [])]}
-  // Before it is probed ready: into its tmpfs over stdin, so neither docker inspect nor the sandbox sees it.
-  const handed = all
-    ? await ctx.engine.containers
-        .exec(id, ['/usr/bin/node', GATEWAY_DEFAULTS.program, '--secrets'], {stdin: JSON.stringify(all)})
-        .catch((error: unknown) => ({exitCode: -1, stdout: '', stderr: String(error)}))
-    : {exitCode: 0, stdout: '', stderr: ''}
   const [httpPort, tlsPort] = GATEWAY_PORTS
-  // bash's /dev/tcp, retried: cheaper than a node process, and the gateway's own uid may connect to itself.
-  const probe = `for i in $(seq 100); do (: < /dev/tcp/127.0.0.1/${httpPort} && : < /dev/tcp/127.0.0.1/${tlsPort}) 2> /dev/null && exit 0; sleep 0.1; done; exit 1`
-  const result =
-    handed.exitCode === 0
-      ? await ctx.engine.containers.exec(id, ['bash', '-c', probe]).catch((error: unknown) => ({exitCode: -1, stdout: '', stderr: String(error)}))
-      : handed
+  // One exec, no node of its own: first the secrets, before it is probed ready, into its tmpfs over stdin (so
+  // neither docker inspect nor the sandbox sees them; renamed into place, so that the gateway never reads half
+  // of them); then bash's /dev/tcp, retried (the gateway's own uid may connect to itself).
+  const file = `${GATEWAY_DEFAULTS.stateDir}/${SECRETS_FILE}`
+  const hand = all ? `(umask 077 && cat > ${file}.new && mv -f ${file}.new ${file}) || exit 3; ` : ''
+  const probe = `${hand}for i in $(seq 100); do (: < /dev/tcp/127.0.0.1/${httpPort} && : < /dev/tcp/127.0.0.1/${tlsPort}) 2> /dev/null && exit 0; sleep 0.1; done; exit 1`
+  const result = await ctx.engine.containers
+    .exec(id, ['bash', '-c', probe], all ? {stdin: JSON.stringify(all)} : {})
+    .catch((error: unknown) => ({exitCode: -1, stdout: '', stderr: String(error)}))
+  const handed = {exitCode: result.exitCode === 3 ? 3 : 0, stderr: result.stderr}
   if (result.exitCode === 0) {
     // A renewal between reading the token and handing it over went to the gateway this one replaced: hand it again.
     const now = ghapp && app ? readToken(tokenPaths(ghapp.name, env)) : undefined
@@ -403,6 +424,18 @@ async function startGateway(ctx: Context, gateway: SandboxSpec, secrets: Gateway
     lines.find((l) => /^\w*Error: /.test(l)) ??
     (info?.running ? (handed.exitCode === 0 ? 'it does not listen' : 'it did not take its secrets') : 'it exited')
   throw new NotReadyError(`the egress gateway ${gateway.name} did not start: ${reason}`, {hint: 'without it the sandbox has no web access; fix the cause and run start again'})
+}
+
+/**
+ * A one-shot run's gateway: started in the run container's network namespace
+ * while its entrypoint waits (entrypoint.sh wait_gateway), then the run is let
+ * go on by a marker in its state directory, which only root can write there.
+ * The command so never starts before the gateway has its secrets and listens.
+ */
+export async function startRunGateway(ctx: Context, runId: string, gateway: SandboxSpec, secrets: GatewaySecrets | undefined): Promise<void> {
+  await startGateway(ctx, gateway, secrets, undefined)
+  const marked = await ctx.engine.containers.exec(runId, ['touch', RUN_GATEWAY_MARKER], {user: 'root'})
+  if (marked.exitCode !== 0) throw new NotReadyError(`the run could not be told that its egress gateway is up: ${marked.stderr.trim() || `exit ${marked.exitCode}`}`)
 }
 
 /**
@@ -423,11 +456,14 @@ export async function gatewayServes(ctx: Context, sandbox: Pick<ContainerInfo, '
  */
 export async function ensureGateway(ctx: Context, ws: Workspace, sandbox: ContainerInfo, options: SandboxOptions): Promise<boolean> {
   if (!sandbox.env.some((e) => e.startsWith('AGENT_SANDBOX_GATEWAY_UID=')) || (await gatewayServes(ctx, sandbox))) return false
-  const prepared = await prepareSandbox(ws, {...options, ...(await engineTraits(ctx))}, ctx.env)
+  // Every surrogate the sandbox holds, whatever this command's environment has: those sent elsewhere stay refused.
+  const prepared = await prepareSandbox(ws, {...options, held: heldSecrets(sandbox), ...(await engineTraits(ctx))}, ctx.env)
   if (!prepared.gateway) return false
   const reporter = ctx.reporter ?? silentReporter
   reporter.info(`the egress gateway of ${sandbox.name} did not serve it (stopped, missing, or left from before a restart): making it anew`)
-  // Made from this command's settings and environment: without a masked secret's variable, the new gateway would not know it.
+  for (const n of prepared.unvalued) {
+    reporter.warn(`secretEnv ${n} is not set here: the new egress gateway of ${sandbox.name} refuses its surrogate at every host, its own too; set ${n} and run the command again to restore it`)
+  }
   if (sandbox.labels[Labels.spec] !== prepared.spec.labels[Labels.spec]) {
     reporter.warn(`the settings or secretEnv variables differ from those ${sandbox.name} was started with: its new gateway follows the current ones; restart the sandbox (agent-sandbox stop, then start) to bring both in line`)
   }
@@ -439,6 +475,27 @@ export async function ensureGateway(ctx: Context, ws: Workspace, sandbox: Contai
   // Its live httpRules are kept on the host, per start of the sandbox (gateway-ca.ts).
   for (const rule of liveRules(sandbox.name, sandbox.startedAt, ctx.env)) await gatewayAddRule(ctx, sandbox.name, rule)
   return true
+}
+
+/**
+ * The masked secrets a running sandbox holds: names and hosts from its
+ * Labels.masked, surrogates from its environment. Undefined for a sandbox
+ * made before the label (its gateway is made from the current settings).
+ */
+export function heldSecrets(sandbox: Pick<ContainerInfo, 'labels' | 'env'>): HeldSecret[] | undefined {
+  const label = sandbox.labels[Labels.masked]
+  if (label === undefined) return undefined
+  let declared: Array<{name: string; hosts: string[]}>
+  try {
+    declared = JSON.parse(label) as typeof declared
+  } catch {
+    return undefined
+  }
+  const env = new Map(sandbox.env.map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]))
+  return declared.flatMap((d) => {
+    const surrogate = env.get(d.name)
+    return surrogate ? [{name: d.name, hosts: d.hosts, surrogate}] : []
+  })
 }
 
 /** What the spec needs to know about the engine (cheap on a local engine; see Engine). */

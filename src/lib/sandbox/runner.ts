@@ -1,11 +1,15 @@
 /**
  * One-shot runs: a fresh container per command, streamed output, the exit
  * code passed through, a timeout that kills, and a report of what the kernel
- * did to it (OOM kill, pids limit). Fail-secure: if the firewall cannot be
- * set up, the entrypoint never starts the command.
+ * did to it (OOM kill, pids limit). Fail-secure: if the firewall or, with
+ * network firewall, the run's own egress gateway cannot be set up, the
+ * entrypoint never starts the command.
  */
 import type {NetworkMode} from '../config/schema.js'
-import {NotReadyError} from '../errors.js'
+import {NotReadyError, untilAborted} from '../errors.js'
+import {gatewayLogEntries} from '../network/firewall.js'
+import type {RequestLogEntry} from '../network/gateway/log.js'
+import {removeGate, startRunGateway} from './lifecycle.js'
 import {createEphemeral, type Limits, type EphemeralOptions} from './ephemeral.js'
 import type {Context} from '../context.js'
 import type {Workspace} from '../workspace.js'
@@ -38,6 +42,8 @@ export interface OneShotResult {
   /** At the time out, the sandbox was at its pids limit (a fork bomb). */
   atPidsLimit: boolean
   kept: boolean
+  /** What the run's egress gateway refused (its request log), oldest first; none without a gateway. */
+  blocked: RequestLogEntry[]
 }
 
 /** The entrypoint's last words, when set-up failed before the command ran. */
@@ -64,6 +70,7 @@ export async function runOneShot(ctx: Context, ws: Workspace, options: OneShotOp
   let timedOut = false
   let atPidsLimit = false
   let timer: NodeJS.Timeout | undefined
+  let gatewaying: Promise<void> | undefined
   // Interrupted (Ctrl-C): kill the command; its exit code is passed through as usual.
   const interrupt = () => {
     void engine.containers.kill(created.id).catch(() => undefined)
@@ -79,6 +86,15 @@ export async function runOneShot(ctx: Context, ws: Workspace, options: OneShotOp
       },
     })
     await engine.containers.start(created.id)
+    // Its entrypoint waits for the gateway (fail closed): started in the run's network namespace, then the run goes on.
+    if (created.gateway) {
+      try {
+        await untilAborted(ctx.signal, (gatewaying = startRunGateway(ctx, created.id, created.gateway, created.gatewaySecrets)))
+      } catch (error) {
+        // The run ended first (its own set-up failed, e.g. the firewall): that reason is the one to tell, below.
+        if (ctx.signal?.aborted || (await engine.containers.inspect(created.id))?.running !== false) throw error
+      }
+    }
     if (options.timeoutMs) {
       timer = setTimeout(() => {
         timedOut = true
@@ -97,6 +113,8 @@ export async function runOneShot(ctx: Context, ws: Workspace, options: OneShotOp
     const exitCode = await engine.containers.wait(created.id)
     await ended
     const info = await engine.containers.inspect(created.id)
+    // What the gateway refused, from its request log, before it goes with the run.
+    const blocked = created.gateway ? (await gatewayLogEntries(ctx, created.gateway.name).catch(() => [])).filter((e) => e.decision === 'blocked') : []
     if (exitCode === SETUP_FAILED_EXIT && !timedOut) {
       const reason = SETUP_MARKER.exec(tail)?.[1]
       if (reason && !/pids limit reached|out of memory/.test(reason)) {
@@ -112,10 +130,18 @@ export async function runOneShot(ctx: Context, ws: Workspace, options: OneShotOp
       pidsLimitHits: Number(PIDS_MARKER.exec(tail)?.[1] ?? 0),
       atPidsLimit,
       kept: Boolean(options.keep),
+      blocked,
     }
   } finally {
     if (timer) clearTimeout(timer)
     ctx.signal?.removeEventListener('abort', interrupt)
+    // The gateway goes with the run, --keep or not (it would serve a stopped container), and first:
+    // Podman keeps a container that another one's network depends on.
+    if (created.gateway) {
+      const gateway = created.gateway.name
+      await gatewaying?.catch(() => undefined)
+      await removeGate(ctx, gateway).catch(() => undefined)
+    }
     if (!options.keep) await engine.containers.remove(created.id, {force: true}).catch(() => undefined)
   }
 }

@@ -19,6 +19,8 @@ export const STATE_DIR = '/run/agent-sandbox'
 /** Debian's system bundle, which the image's NODE_EXTRA_CA_CERTS names (base-image/Dockerfile). */
 export const SYSTEM_CA_BUNDLE = '/etc/ssl/certs/ca-certificates.crt'
 export const SANDBOX_USER = 'node'
+/** A one-shot run's entrypoint waits for this before its command starts: the CLI writes it once the run's gateway serves (entrypoint.sh). */
+export const RUN_GATEWAY_MARKER = `${STATE_DIR}/gateway-ready`
 /** Every agent process goes through it: it waits for the firewall and set-up (docs/design.md). */
 export const SANDBOX_EXEC = '/usr/local/bin/sandbox-exec'
 export const SHELF_MOUNT = '/repo-shelf'
@@ -132,6 +134,10 @@ export interface SpecOptions {
   nestedStore?: 'volume' | 'tmpfs'
   /** The sandbox's web traffic goes through its egress gateway (buildGatewaySpec); network `firewall` only. */
   gateway?: boolean
+  /** A one-shot run whose gateway the CLI starts after it: its entrypoint waits for RUN_GATEWAY_MARKER (AGENT_SANDBOX_RUN_GATEWAY). */
+  runGateway?: boolean
+  /** The masked secrets whose surrogates the sandbox holds (names and hosts, no values): its Labels.masked. */
+  masked?: Array<{name: string; hosts: string[]}>
   /** The gateway's CA certificate as one line (gateway-ca.ts caCertLine): the entrypoint adds it to the system bundle. */
   gatewayCa?: string
 }
@@ -327,6 +333,8 @@ export function buildSpec(ws: Workspace, settings: Settings, options: SpecOption
       {name: 'AGENT_SANDBOX_GATEWAY_UID', value: String(gatewayUid(ws)), secret: false},
       {name: 'AGENT_SANDBOX_GATEWAY_PORTS', value: `${GATEWAY_DEFAULTS.httpPort},${GATEWAY_DEFAULTS.tlsPort}`, secret: false},
     )
+    // Only a run whose gateway is coming waits for it (entrypoint.sh wait_gateway); any other command starts at once.
+    if (options.runGateway) env.push({name: 'AGENT_SANDBOX_RUN_GATEWAY', value: '1', secret: false})
     // Intercepted hosts (httpRules) present leaves of this CA: the system bundle gets it (entrypoint.sh), which
     // NODE_EXTRA_CA_CERTS (the image's) names already; OpenSSL, curl, Rust's native roots and Python's requests read these two.
     if (options.gatewayCa) {
@@ -381,6 +389,7 @@ export function buildSpec(ws: Workspace, settings: Settings, options: SpecOption
     [Labels.limits]: JSON.stringify(settings.limits),
     ...(options.ghapp ? {[Labels.ghapp]: '1'} : {}),
     ...(nested ? {[Labels.nested]: '1'} : {}),
+    ...(options.masked?.length ? {[Labels.masked]: JSON.stringify(options.masked)} : {}),
     [Labels.git]: ownGit === 'volume' || branchMode ? 'gate' : ownGit === 'tmpfs' ? 'throwaway' : 'protected',
     ...options.labels,
   }

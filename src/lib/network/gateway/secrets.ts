@@ -13,7 +13,8 @@ export interface MaskedSecret {
   name: string
   hosts: string[]
   surrogate: string
-  value: string
+  /** Absent in a gateway made anew where the variable was not set (lifecycle.ts ensureGateway): the surrogate is then refused at every host. */
+  value?: string
 }
 
 export const secretName = (entry: SecretEnvEntry): string => (typeof entry === 'string' ? entry : entry.name)
@@ -78,10 +79,13 @@ export function swapSecrets(host: string, secure: boolean, target: string, heade
       const inBasic = decoded?.includes(s.surrogate) ?? false
       if (!inPlain && !inBasic) continue
       if (!declared(s) || !secure) return refuse(s, `in header ${key}`)
+      // Fail closed: a surrogate is never passed on in place of a value the gateway lacks.
+      if (s.value === undefined) return {ok: false, rule: `secret ${s.name} has no value in this gateway (made anew where ${s.name} was not set)`}
+      const value = s.value
       swapped.add(s.name)
-      if (inPlain) next = next.split(s.surrogate).join(s.value)
+      if (inPlain) next = next.split(s.surrogate).join(value)
       else if (basic && decoded !== undefined) {
-        decoded = decoded.split(s.surrogate).join(s.value)
+        decoded = decoded.split(s.surrogate).join(value)
         next = `${basic[1]} ${Buffer.from(decoded, 'utf8').toString('base64')}`
       }
     }

@@ -23,6 +23,7 @@ import {LIVE_ALLOWLIST, LIVE_RULES, watchedFile} from './live.js'
 import {ALERT_UNRECOGNIZED_NAME, parseClientHello} from './sni.js'
 import {createLeafMinter, type Minter} from './leaf.js'
 import {swapSecrets, type MaskedSecret} from './secrets.js'
+import {SECRETS_FILE} from './ports.js'
 
 export interface GatewayConfig {
   httpPort: number
@@ -64,8 +65,7 @@ interface Interception {
   minter: Minter
   h2: Http2.Http2Server
 }
-/** What the CLI hands over on an exec's stdin (gateway.ts --secrets), kept in the gateway's tmpfs only. */
-export const SECRETS_FILE = 'secrets.json'
+export {SECRETS_FILE} from './ports.js'
 
 export interface GatewaySecrets {
   ca: {cert: string; key: string}
