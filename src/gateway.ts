@@ -5,9 +5,10 @@
  * buildGatewaySpec). `node egress-gateway.cjs --allow DOMAIN...` adds domains to
  * the running gateway's allowlist, `--rule JSON` an httpRule (firewall allow),
  * and `--describe` prints the rules in force and the masked secrets' names and
- * hosts (never their values; doctor); `--secrets` takes its CA and masked
- * secrets on stdin, and `--secret NAME` a new value for one of them (a renewed
- * GitHub App token), which the running gateway reads at its next request.
+ * hosts (never their values; doctor); `--secret NAME` takes a new value for
+ * one masked secret on stdin (a renewed GitHub App token), which the running
+ * gateway reads at its next request (its CA and secrets come first from
+ * lifecycle.ts startGateway's exec).
  * These run over an exec into the gateway container: its tmpfs is out of the
  * sandbox's reach. Messages go to stderr as
  * `egress-gateway: ...`, which `start` reports if the gateway does not come up.
@@ -59,12 +60,6 @@ async function main(argv: string[]): Promise<void> {
     const path = join(stateDir, SECRETS_FILE)
     writeFileSync(`${path}.new`, JSON.stringify(secrets), {mode: 0o600})
     renameSync(`${path}.new`, path)
-  }
-  if (argv[0] === '--secrets') {
-    const secrets = JSON.parse(await stdin()) as GatewaySecrets
-    if (!secrets.ca?.cert || !secrets.ca?.key) throw new Error('--secrets: no CA on stdin')
-    save(secrets)
-    return
   }
   if (argv[0] === '--secret' && argv[1]) {
     const value = (await stdin()).trim()
