@@ -99,15 +99,13 @@ async function gatewayDown(ctx: Context, name: string): Promise<string | undefin
 }
 
 /**
- * sandbox-exec refuses (125, quietly) when the sandbox has an egress gateway
- * that does not listen in its network namespace: a /dev/tcp connect of bash
- * (about 0.1 ms), where an inspect of the gateway would cost a round trip to
- * the engine on every exec.
+ * What every exec asks of sandbox-exec, which refuses (125, quietly: the CLI
+ * says why) a compromised sandbox, and one whose egress gateway does not
+ * listen in its network namespace: a /dev/tcp connect of bash (about 0.1 ms),
+ * where an inspect of the gateway would cost a round trip to the engine on
+ * every exec. Both are unset before the command runs.
  */
-const CHECK_GATEWAY = `AGENT_SANDBOX_CHECK_GATEWAY=${GATEWAY_DEFAULTS.tlsPort}`
-
-/** sandbox-exec refuses a compromised sandbox without a message (the CLI gives its own); unset before CMD runs. */
-const QUIET_REFUSAL = 'AGENT_SANDBOX_QUIET_REFUSAL=compromised'
+const EXEC_CHECKS: Record<string, string> = {AGENT_SANDBOX_QUIET_REFUSAL: 'compromised', AGENT_SANDBOX_CHECK_GATEWAY: String(GATEWAY_DEFAULTS.tlsPort)}
 
 async function execOnce(ctx: Context, ws: Workspace, command: string[], options: SessionOptions): Promise<number> {
   const {attach} = options
@@ -122,7 +120,7 @@ async function execOnce(ctx: Context, ws: Workspace, command: string[], options:
   }
   const name = await ensureRunning(ctx, ws, options)
   if ('io' in attach) return execStreaming(ctx, name, command, attach.io)
-  const env: Record<string, string> = {AGENT_SANDBOX_QUIET_REFUSAL: 'compromised', AGENT_SANDBOX_CHECK_GATEWAY: String(GATEWAY_DEFAULTS.tlsPort)}
+  const env: Record<string, string> = {...EXEC_CHECKS}
   if (attach.tty && attach.term) env.TERM = attach.term
   // The child owns the terminal now: Ctrl-C is for it, not for us.
   const release = ctx.foreground?.()
@@ -145,7 +143,7 @@ async function execStreaming(ctx: Context, name: string, command: string[], io: 
   const result = await ctx.engine.containers.exec(name, [SANDBOX_EXEC, ...command], {
     user: SANDBOX_USER,
     // Refused in a compromised sandbox: say nothing, execInSandbox restarts it and says why.
-    env: [QUIET_REFUSAL, CHECK_GATEWAY],
+    env: Object.entries(EXEC_CHECKS).map(([k, v]) => `${k}=${v}`),
     stdin: io.stdin,
     collect: false,
     signal: ctx.signal,
