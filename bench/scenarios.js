@@ -183,10 +183,23 @@ require('https').createServer({cert: process.env.CERT, key: process.env.KEY}, (q
   const more = () => { while (left > 0) { left--; if (!r.write(chunk)) return void r.once('drain', more) } r.end() };
   more();
 }).listen(443);`
+/**
+ * The download floor: the least a node program that terminates TLS can do, a bare relay (no HTTP,
+ * node's default flags) on 127.0.0.1:${RELAY_PORT} that decrypts what the client sends, encrypts it again
+ * to the site (verified), and back.
+ */
+const RELAY_PORT = 18443
+const RELAY = `const tls = require('tls');
+tls.createServer({cert: process.env.CERT, key: process.env.KEY}, (c) => {
+  const u = tls.connect({host: process.env.ADDRESS, port: 443, servername: process.env.SITE, ca: process.env.CA}, () => { c.pipe(u); u.pipe(c) });
+  u.on('error', () => c.destroy()); c.on('error', () => u.destroy());
+}).listen(${RELAY_PORT}, '127.0.0.1');`
 /** `$2` sequential verified HTTPS GETs (trust: the system bundle, which holds the bench CA and, in the sandbox, the gateway's CA). */
 const GETS_VERIFIED = 'for i in $(seq "$2"); do curl -sf -o /dev/null --resolve "$0:443:$1" "https://$0/" || exit 1; done'
 /** One download of `/big`, failing unless all of it arrived. */
 const DOWNLOAD = 'test "$(curl -sf -o /dev/null -w "%{size_download}" --resolve "$0:443:$1" "https://$0/big")" = "$2"'
+/** The same through the relay on 127.0.0.1:$2 (the floor row). */
+const DOWNLOAD_VIA_RELAY = 'test "$(curl -sf -o /dev/null -w "%{size_download}" --resolve "$0:$2:127.0.0.1" "https://$0:$2/big")" = "$1"'
 const DOWNLOAD_MIB = (ctx) => (ctx.smoke ? 20 : 200)
 
 /**
@@ -218,6 +231,10 @@ function interceptSetup(ctx) {
   cliSync(ctx.root, ['build', ws])
   const name = JSON.parse(cliSync(ctx.root, ['start', ws, '--json']).stdout).name
   const address = sh('docker', ['exec', '-u', 'node', name, 'sandbox-exec', 'getent', 'ahostsv4', site]).stdout.split(/\s/)[0]
+  // The download floor's relay, in the gateway's container (its uid may go out): TLS terminated with the site's own certificate, re-originated verified.
+  docker('exec', '-d', '-e', `CERT=${pem('cert.pem')}`, '-e', `KEY=${pem('key.pem')}`, '-e', `CA=${pem('ca.pem')}`, '-e', `SITE=${site}`, '-e', `ADDRESS=${address}`, `${name}-gateway`, 'bash', '-c', 'exec node -e "$0" > /tmp/bench-relay.log 2>&1', RELAY)
+  const listening = `for i in $(seq 100); do (: < /dev/tcp/127.0.0.1/${RELAY_PORT}) 2> /dev/null && exit 0; sleep 0.1; done; cat /tmp/bench-relay.log >&2; exit 1`
+  docker('exec', `${name}-gateway`, 'bash', '-c', listening)
   ctx.extra.gwi = {net, site, name, address, bytes: String(size * 1024 * 1024)}
 }
 /** @returns {{net: string, site: string, name: string, address: string, bytes: string}} */
@@ -237,6 +254,22 @@ function interceptTeardown(ctx) {
   sh('docker', ['network', 'rm', gwi.net], {allowFailure: true})
   delete ctx.extra.gwi
 }
+
+/**
+ * A workspace whose trusted config masks one secretEnv (BENCH_TOKEN, for a name of
+ * the bench's own): a `run` with the variable set gets its own egress gateway, the
+ * same `run` without it has the firewall alone. Same image, same config, both arms.
+ */
+function gatewayStartSetup(ctx) {
+  if (ctx.extra.gws) return
+  const ws = makeGitWorkspace(ctx.root, 'gws')
+  cliSync(ctx.root, ['init', ws])
+  writeFileSync(join(ws, '.agent-sandbox', 'config.json'), `${JSON.stringify({secretEnv: [{name: 'BENCH_TOKEN', hosts: [`asb-bench-${ctx.id}.invalid`]}]}, null, 2)}\n`)
+  cliSync(ctx.root, ['trust', ws, '--yes'])
+  cliSync(ctx.root, ['build', ws])
+  ctx.extra.gws = ws
+}
+const gwsOf = (ctx) => /** @type {string} */ (ctx.extra.gws)
 
 export const scenarios = [
   {
@@ -532,6 +565,17 @@ export const scenarios = [
     note: gatewayMemory,
   },
   {
+    key: 'gateway-download-floor',
+    title: 'floor: a 200 MiB download through any node program that terminates TLS (no target)',
+    ours: 'curl from the gateway container through a bare node TLS relay beside it (decrypt, encrypt again, no HTTP; node\'s default flags)',
+    base: 'the same curl from the gateway container straight to the site (the download row\'s baseline)',
+    smoke: false,
+    runs: 5,
+    setup: interceptSetup,
+    a: {steps: (ctx) => [dockerStep('exec', `${gwiOf(ctx).name}-gateway`, 'bash', '-c', DOWNLOAD_VIA_RELAY, gwiOf(ctx).site, gwiOf(ctx).bytes, String(RELAY_PORT))]},
+    b: {steps: (ctx) => [dockerStep('exec', `${gwiOf(ctx).name}-gateway`, 'bash', '-c', DOWNLOAD, gwiOf(ctx).site, gwiOf(ctx).address, gwiOf(ctx).bytes)]},
+  },
+  {
     key: 'gateway-download',
     title: 'a 200 MiB HTTPS download from a local test site intercepted by the egress gateway (issue 17)',
     ours: 'curl as the agent (HTTP/2 to the gateway, HTTP/1.1 from it to the site)',
@@ -544,6 +588,17 @@ export const scenarios = [
     a: {steps: (ctx) => [asAgentIn(gwiOf(ctx).name, 'bash', '-c', DOWNLOAD, gwiOf(ctx).site, gwiOf(ctx).address, gwiOf(ctx).bytes)]},
     b: {steps: (ctx) => [dockerStep('exec', `${gwiOf(ctx).name}-gateway`, 'bash', '-c', DOWNLOAD, gwiOf(ctx).site, gwiOf(ctx).address, gwiOf(ctx).bytes)]},
     note: gatewayMemory,
+  },
+  {
+    key: 'gateway-start',
+    title: 'cold start with the egress gateway (issue 17)',
+    ours: '`agent-sandbox run -- true` with a masked secret set (its own gateway: created in the namespace, CA and secrets handed over, ready before the command)',
+    base: 'the same `agent-sandbox run -- true` with the secret unset (no gateway: the firewall alone, as before issue 17)',
+    targetDiffMs: 300,
+    smoke: false,
+    setup: gatewayStartSetup,
+    a: {steps: (ctx) => [{argv: cliArgv('run', gwsOf(ctx), '--', 'true'), env: {...ctx.env, BENCH_TOKEN: 'sk-bench-0123456789abcdef'}}]},
+    b: {steps: (ctx) => [cli(ctx, 'run', gwsOf(ctx), '--', 'true')]},
   },
   {
     key: 'parallel',

@@ -6,19 +6,30 @@ import {fakeEngine} from './fake-engine.js'
 const ws: Workspace = {path: '/src/app', repoName: 'app', repoSlug: 'app', hash: '0123456789abcdef0123456789abcdef', uid: 1000, gid: 1000}
 
 describe('stopSandbox', () => {
-  it('stops the sandbox and signals its gate and gateway (SIGTERM, which the engine does not wait for)', async () => {
+  it('stops the sandbox, then signals its gate and gateway (SIGTERM, which the engine does not wait for)', async () => {
     const order: string[] = []
-    const stop = vi.fn(async (name: string) => {
-      order.push(`stop ${name}`)
-      return 'stopped' as const
-    })
+    let stopped = (): void => undefined
+    const stop = vi.fn(
+      (name: string) =>
+        new Promise<'stopped'>((resolve) => {
+          order.push(`stop ${name}`)
+          stopped = () => {
+            order.push('stop returned')
+            resolve('stopped')
+          }
+        }),
+    )
     const kill = vi.fn(async (name: string, signal?: string) => {
       order.push(`kill ${name} ${signal}`)
     })
     const name = Names.container(ws)
-    expect(await stopSandbox({engine: fakeEngine({containers: {stop, kill}})}, ws)).toBe('stopped')
-    // All three asked at once; the sidecars with SIGTERM: the engine waits for the exit after a SIGKILL, not after this.
-    expect(order).toEqual([`stop ${name}`, `kill ${Names.gate(name)} SIGTERM`, `kill ${Names.gateway(name)} SIGTERM`])
+    const done = stopSandbox({engine: fakeEngine({containers: {stop, kill}})}, ws)
+    await new Promise((r) => setTimeout(r, 10))
+    // Nothing else is asked while the stop the user waits for is under way.
+    expect(kill).not.toHaveBeenCalled()
+    stopped()
+    expect(await done).toBe('stopped')
+    expect(order).toEqual([`stop ${name}`, 'stop returned', `kill ${Names.gate(name)} SIGTERM`, `kill ${Names.gateway(name)} SIGTERM`])
   })
 
   it('says what the sandbox was, and still signals leftover sidecars', async () => {
