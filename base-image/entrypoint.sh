@@ -60,7 +60,7 @@ prepare_state() {
   [[ -d "$STATE" ]] || mkdir -p "$STATE"
   chmod 0755 "$STATE"
   # rm(1) only if there is something to remove: on a fresh start there is not.
-  for f in "$STATE/ready" "$STATE/failed" "$STATE/gateway-ready"; do
+  for f in "$STATE/ready" "$STATE/failed"; do
     if [[ -e "$f" || -L "$f" ]]; then stale+=("$f"); fi
   done
   [[ "${#stale[@]}" -eq 0 ]] || rm -f "${stale[@]}"
@@ -302,20 +302,25 @@ run_command() {
 
 # wait_gateway: a one-shot run with an egress gateway starts its command only
 # once the CLI has started the gateway in this network namespace and handed it
-# its secrets. Only AGENT_SANDBOX_RUN_GATEWAY=1 announces one (the CLI sets it
-# only for a run it will start a gateway for: one with masked secrets); any
-# other command starts at once, whatever else is set. The CLI writes
-# $STATE/gateway-ready: the CLI then writes $STATE/gateway-ready
-# (as root; the state directory is root's). Until then the firewall refuses the
-# web traffic anyway (fail closed): this wait only keeps the command from
-# meeting a gateway that is not up yet. No marker in time: set-up failed.
+# its CA and secrets. Only AGENT_SANDBOX_RUN_GATEWAY=1 announces one (the CLI
+# sets it only for a run it will start a gateway for: one with masked secrets);
+# any other command starts at once, whatever else is set. The gateway listens
+# only once it holds its secrets (src/gateway.ts), and until the command starts
+# nothing else in this namespace listens on loopback: its TLS port accepting is
+# the sign. Until then the firewall's redirect meets a closed port anyway (fail
+# closed): this wait only keeps the command from meeting a gateway that is not
+# up yet. No gateway in time: set-up failed.
 wait_gateway() {
   [[ "${AGENT_SANDBOX_RUN_GATEWAY:-}" == 1 ]] || return 0
-  local limit="${AGENT_SANDBOX_GATEWAY_WAIT:-120}" i
+  local limit="${AGENT_SANDBOX_GATEWAY_WAIT:-120}" i port
   [[ "$limit" =~ ^[0-9]+$ ]] || fail "AGENT_SANDBOX_GATEWAY_WAIT is not a number of seconds: $limit"
-  for ((i = 0; i < limit * 20; i++)); do
-    [[ -e "$STATE/gateway-ready" ]] && return 0
-    sleep 0.05
+  [[ "${AGENT_SANDBOX_GATEWAY_PORTS:-}" =~ ^[0-9]{1,5},([0-9]{1,5})$ ]] \
+    || fail "AGENT_SANDBOX_GATEWAY_PORTS must be two ports, HTTP,TLS: '${AGENT_SANDBOX_GATEWAY_PORTS:-}'"
+  port="${BASH_REMATCH[1]}"
+  # Every 20 ms (node boots in about 0.1 s): a coarser step would add up to its length to every run.
+  for ((i = 0; i < limit * 50; i++)); do
+    if (: < "/dev/tcp/127.0.0.1/$port") 2> /dev/null; then return 0; fi
+    sleep 0.02
   done
   fail "the egress gateway did not come up within ${limit}s"
 }

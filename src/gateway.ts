@@ -71,6 +71,9 @@ async function main(argv: string[]): Promise<void> {
     return
   }
   const [httpPort, tlsPort] = ports()
+  // It listens only once it holds its CA and secrets (lifecycle.ts startGateway hands them over first), so that
+  // listening means ready: what a one-shot run's entrypoint waits for (entrypoint.sh wait_gateway).
+  await handedOver(join(stateDir, SECRETS_FILE))
   const bundle = env.AGENT_SANDBOX_GATEWAY_UPSTREAM_BUNDLE ?? '/etc/ssl/certs/ca-certificates.crt'
   const gateway = await startGateway({
     httpPort,
@@ -88,12 +91,23 @@ async function main(argv: string[]): Promise<void> {
     // Upstreams are verified against node's roots and the image's bundle (build-base --ca-cert, a workspace image's own CAs).
     upstreamCa: [...rootCertificates, ...(existsSync(bundle) ? [readFileSync(bundle, 'utf8')] : [])],
     onError: say,
+    // A one-shot run's gateway (spec.ts buildGatewaySpec): the run reads what was refused from the container's log.
+    ...(env.AGENT_SANDBOX_GATEWAY_LOG_STDOUT === '1' ? {onRecord: (line: string) => void process.stdout.write(line)} : {}),
   })
   say(`serving on 127.0.0.1:${httpPort} (HTTP) and 127.0.0.1:${tlsPort} (TLS), ${gateway.allowlistSize} domains allowed`)
   const stop = () => void gateway.close().finally(() => process.exit(0))
   process.on('SIGTERM', stop)
   process.on('SIGINT', stop)
 }
+
+/** Wait for the CLI's CA and secrets (an exec's stdin, written into this tmpfs), polling every 10 ms, for at most SECRETS_WAIT_MS. */
+async function handedOver(path: string): Promise<void> {
+  for (const until = Date.now() + SECRETS_WAIT_MS; !existsSync(path); ) {
+    if (Date.now() > until) throw new Error(`no CA and secrets were handed over within ${SECRETS_WAIT_MS / 1000} s: not serving`)
+    await new Promise((r) => setTimeout(r, 10))
+  }
+}
+const SECRETS_WAIT_MS = 120_000
 
 async function stdin(): Promise<string> {
   const chunks: Buffer[] = []

@@ -36,11 +36,21 @@ export const Labels = {
   /** On images: what a no-op rebuild compares (build-key.ts), and the base image's tool versions (JSON). */
   buildKey: `${LABEL_PREFIX}.build-key`,
   versions: `${LABEL_PREFIX}.versions`,
+  /** On images (the base's, inherited): which revision of the CLI-to-image protocol its scripts speak (IMAGE_RUNTIME). */
+  runtime: `${LABEL_PREFIX}.runtime`,
   /** On an egress gateway container: the name of the sandbox it serves. */
   gatewayOf: `${LABEL_PREFIX}.gateway-of`,
   /** The masked secrets a sandbox holds surrogates of (JSON [{name, hosts}]): a gateway made anew knows them all. */
   masked: `${LABEL_PREFIX}.masked`,
 } as const
+
+/**
+ * The revision of what the CLI and the image's scripts expect of each other,
+ * labelled on the base image (Labels.runtime) and so on every image built from
+ * it. 2: a one-shot run's entrypoint waits for its egress gateway's port (1, no
+ * label: for a marker the CLI wrote).
+ */
+export const IMAGE_RUNTIME = 2
 
 export type SandboxMode = 'bind' | 'branch'
 

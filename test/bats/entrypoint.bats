@@ -402,44 +402,67 @@ two words
   [ ! -e "$TEST_TMP/setpriv.1" ]
 }
 
-@test "with a CMD and an egress gateway: the command waits for the CLI's gateway-ready marker, then starts" {
-  # The third wait creates the marker, as the CLI does once the run's gateway serves.
+# A free loopback port, and a listener on it that says "up" once it accepts (what the gateway does once it holds its secrets).
+free_port() { node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close() })'; }
+start_listener() {
+  node -e 'require("net").createServer((c) => c.destroy()).listen(Number(process.argv[1]), "127.0.0.1", () => console.log("up"))' "$1" > "$TEST_TMP/listener.out" &
+  echo $! > "$TEST_TMP/listener.pid"
+  until [ -s "$TEST_TMP/listener.out" ]; do /bin/sleep 0.02; done
+}
+stop_listener() { if [ -e "$TEST_TMP/listener.pid" ]; then kill "$(cat "$TEST_TMP/listener.pid")" 2> /dev/null || true; fi; }
+
+@test "with a CMD and an egress gateway: the command waits until the gateway's TLS port accepts, then starts" {
+  port=$(free_port)
+  export -f start_listener
+  export TEST_PORT=$port
+  # The third wait starts the listener, as the gateway starts listening once the CLI has handed it its secrets.
   stub sleep 'n=$(( $(cat "$TEST_TMP/sleep.n" 2>/dev/null || echo 0) + 1 )); echo "$n" > "$TEST_TMP/sleep.n"
-[ "$n" -lt 3 ] || : > "$AGENT_SANDBOX_STATE_DIR/gateway-ready"'
-  stub setpriv '[ -e "$AGENT_SANDBOX_STATE_DIR/gateway-ready" ] && echo "setpriv: gateway ready" >> "$STUB_LOG"; exit 0'
-  AGENT_SANDBOX_RUN_GATEWAY=1 AGENT_SANDBOX_GATEWAY_UID=65532 run --separate-stderr "$SCRIPT" curl https://example.test
+[ "$n" -ne 3 ] || start_listener "$TEST_PORT"'
+  stub setpriv '(: < "/dev/tcp/127.0.0.1/$TEST_PORT") 2> /dev/null && echo "setpriv: gateway ready" >> "$STUB_LOG"; exit 0'
+  AGENT_SANDBOX_RUN_GATEWAY=1 AGENT_SANDBOX_GATEWAY_PORTS="19080,$port" AGENT_SANDBOX_GATEWAY_UID=65532 run --separate-stderr "$SCRIPT" curl https://example.test
+  stop_listener
   assert_success
   assert_equal "$(cat "$TEST_TMP/sleep.n")" 3
   run grep -c '^setpriv: gateway ready$' "$STUB_LOG"
   assert_output 1
+  run grep -c '^sleep 0.02$' "$STUB_LOG"
+  assert_output 3
 }
 
-@test "with a CMD and an egress gateway: no marker in time fails set-up (125), the command never starts" {
-  AGENT_SANDBOX_RUN_GATEWAY=1 AGENT_SANDBOX_GATEWAY_UID=65532 AGENT_SANDBOX_GATEWAY_WAIT=1 run --separate-stderr "$SCRIPT" curl https://example.test
+@test "with a CMD and an egress gateway: no gateway listening in time fails set-up (125), the command never starts" {
+  port=$(free_port)
+  AGENT_SANDBOX_RUN_GATEWAY=1 AGENT_SANDBOX_GATEWAY_PORTS="19080,$port" AGENT_SANDBOX_GATEWAY_UID=65532 AGENT_SANDBOX_GATEWAY_WAIT=1 run --separate-stderr "$SCRIPT" curl https://example.test
   assert_failure 125
   assert_equal "$stderr" 'agent-sandbox: the egress gateway did not come up within 1s'
   [ ! -e "$AGENT_SANDBOX_STATE_DIR/ready" ]
   [ ! -e "$TEST_TMP/setpriv.1" ]
 }
 
-@test "a stale gateway-ready marker is removed at start; without a gateway a CMD does not wait" {
-  mkdir -p "$AGENT_SANDBOX_STATE_DIR"
-  : > "$AGENT_SANDBOX_STATE_DIR/gateway-ready"
-  AGENT_SANDBOX_RUN_GATEWAY=1 AGENT_SANDBOX_GATEWAY_UID=65532 AGENT_SANDBOX_GATEWAY_WAIT=1 run --separate-stderr "$SCRIPT" true
-  assert_failure 125
-  run --separate-stderr "$SCRIPT" true
+@test "with a CMD and an egress gateway: a gateway already listening lets the command start without waiting" {
+  port=$(free_port)
+  start_listener "$port"
+  AGENT_SANDBOX_RUN_GATEWAY=1 AGENT_SANDBOX_GATEWAY_PORTS="19080,$port" AGENT_SANDBOX_GATEWAY_UID=65532 run --separate-stderr "$SCRIPT" true
+  stop_listener
   assert_success
   [ -e "$TEST_TMP/setpriv.1" ]
+  run grep -c '^sleep 0.02$' "$STUB_LOG"
+  assert_output 0
+}
+
+@test "with a CMD and an egress gateway: bad AGENT_SANDBOX_GATEWAY_PORTS fails set-up (125) and names the variable" {
+  AGENT_SANDBOX_RUN_GATEWAY=1 AGENT_SANDBOX_GATEWAY_PORTS='19080;x' AGENT_SANDBOX_GATEWAY_UID=65532 run --separate-stderr "$SCRIPT" true
+  assert_failure 125
+  assert_equal "$stderr" "agent-sandbox: AGENT_SANDBOX_GATEWAY_PORTS must be two ports, HTTP,TLS: '19080;x'"
+  [ ! -e "$TEST_TMP/setpriv.1" ]
 }
 
 @test "with a CMD and no gateway announced (no AGENT_SANDBOX_RUN_GATEWAY, even with a gateway uid): the command starts at once" {
   stub sleep 'echo "sleep $*" >> "$STUB_LOG"'
   AGENT_SANDBOX_GATEWAY_UID=65532 AGENT_SANDBOX_GATEWAY_WAIT=1 run --separate-stderr "$SCRIPT" curl https://example.test
   assert_success
-  [ ! -e "$AGENT_SANDBOX_STATE_DIR/gateway-ready" ]
   [ -e "$AGENT_SANDBOX_STATE_DIR/ready" ]
   [ -e "$TEST_TMP/setpriv.1" ]
-  run grep -c '^sleep 0.05$' "$STUB_LOG"
+  run grep -c '^sleep 0.02$' "$STUB_LOG"
   assert_output 0
 }
 

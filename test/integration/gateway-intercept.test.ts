@@ -292,6 +292,28 @@ describe('interception of hosts with httpRules', () => {
     expect(await runContainers(ws)).toEqual([])
   })
 
+  it('a run with a masked secret on an image from an older base (runtime label below 2) is refused at once with the rebuild hint, nothing made; without the secret it runs', async () => {
+    const image = must(await docker('container', 'inspect', '--format', '{{.Config.Image}}', sandbox), 'image').stdout.trim()
+    const original = must(await docker('image', 'inspect', '--format', '{{.Id}}', image), 'image id').stdout.trim()
+    expect(must(await docker('image', 'inspect', '--format', '{{index .Config.Labels "dev.agent-sandbox.runtime"}}', image), 'label').stdout.trim()).toBe('2') // control
+    const dir = mkdtempSync(join(tmpdir(), 'gwi-old-'))
+    writeFileSync(join(dir, 'Dockerfile'), `FROM ${original}\nLABEL dev.agent-sandbox.runtime=1\n`)
+    const older = must(await docker('build', '-q', '-t', image, dir), 'an image as an older base made it').stdout.trim()
+    try {
+      const r = await cli(['run', ws, '--', 'true'], {env: RUN_ENV})
+      expect(r.exitCode, r.stderr).toBe(4)
+      expect(r.stderr.trim().split('\n')).toHaveLength(1)
+      expect(r.stderr).toContain('was built from a base image older than this agent-sandbox')
+      expect(r.stderr).toContain(`agent-sandbox build-base && agent-sandbox build ${ws}`)
+      expect(await runContainers(ws)).toEqual([])
+      const plainRun = await cli(['run', ws, '--', 'true'], {env: {GWI_RUN_TOKEN: undefined}})
+      expect(plainRun.exitCode, plainRun.stderr).toBe(0)
+    } finally {
+      must(await docker('tag', original, image), 'restore the image')
+      await docker('rmi', older)
+    }
+  })
+
   it('the default npm rule: the registry is read-only, intercepted, and a publish (PUT) never reaches it', async () => {
     const get = await curl(ws, '-o', '/dev/null', '-w', '%{http_code}', 'https://registry.npmjs.org/left-pad')
     expect(get.stdout, get.stderr).toBe('200')

@@ -33,6 +33,8 @@ let dns: UdpSocket
 let tlsPort = 0
 let sandboxCa = ''
 const seen: string[] = []
+/** What the gateway handed to onRecord (a one-shot run's gateway copies it to stdout). */
+const recorded: string[] = []
 
 /** Resolver stand-in: A 127.0.0.1 for any name, no AAAA. */
 function startDns(): Promise<UdpSocket> {
@@ -112,6 +114,7 @@ beforeAll(async () => {
         rules: [{host: API, paths: ['/pub/*']}],
         upstreamCa: [siteCa.cert],
         masked: ['TOKEN'],
+        onRecord: (line) => recorded.push(line),
       })
       tlsPort = base + 1
       break
@@ -179,6 +182,12 @@ function upgrade(path: string, extra = ''): Promise<string> {
 }
 
 const log = () => parseRequestLog(readFileSync(join(dir, REQUEST_LOG), 'utf8'))
+
+afterAll(() => {
+  // Every line of the request log went to onRecord too, the same text in the same order.
+  expect(recorded.length).toBeGreaterThan(0)
+  expect(recorded.join('')).toBe(readFileSync(join(dir, REQUEST_LOG), 'utf8'))
+})
 const settle = () => new Promise((r) => setTimeout(r, 100))
 
 describe('HTTP/2 on an intercepted host', () => {

@@ -17,7 +17,8 @@ export interface ContainerClient {
   kill(id: string, signal?: string): Promise<void>
   remove(id: string, options?: {force?: boolean}): Promise<void>
   wait(id: string): Promise<number>
-  logs(id: string, tail?: number): Promise<string>
+  /** Its stdout and stderr as text: the last `tail` lines (50), or all of them. */
+  logs(id: string, tail?: number | 'all'): Promise<string>
   /** Run a command and collect its output; optionally stream it as it comes. */
   exec(id: string, cmd: string[], options?: ExecOptions): Promise<ExecResult>
   /** A one-off resource sample (a host-side probe: needs no process in the container). */
@@ -182,7 +183,7 @@ export class ApiContainers implements ContainerClient {
     return result.StatusCode
   }
 
-  async logs(id: string, tail = 50): Promise<string> {
+  async logs(id: string, tail: number | 'all' = 50): Promise<string> {
     return demuxToText(await this.api.buffer('GET', `/containers/${id}/logs`, {query: {stdout: true, stderr: true, tail, follow: false}}))
   }
 

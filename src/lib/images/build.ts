@@ -13,7 +13,7 @@ import type {Engine} from '../engine/index.js'
 import {BuildError, CommandFailedError, ImageMissingError, UsageError} from '../errors.js'
 import {run} from '../util/proc.js'
 import {silentReporter, type Reporter} from '../reporter.js'
-import {isInitialised, Labels, Names, requireInitialised, type Workspace} from '../workspace.js'
+import {IMAGE_RUNTIME, isInitialised, Labels, Names, requireInitialised, type Workspace} from '../workspace.js'
 import type {Context} from '../context.js'
 
 export const TOOLS = {
@@ -167,6 +167,7 @@ export async function buildBase(ctx: Context, options: BuildBaseOptions): Promis
     args.push('--build-arg', `GIT_DELTA_VERSION=${options.gitDeltaVersion}`)
     args.push('--label', `${Labels.managed}=true`, '--label', `${Labels.kind}=base`)
     args.push('--label', `${Labels.versions}=${JSON.stringify({...versions, gitDelta: options.gitDeltaVersion})}`)
+    args.push('--label', `${Labels.runtime}=${IMAGE_RUNTIME}`)
     args.push(context)
     await streamBuild(engine, args, image, reporter)
     return {image, versions: {...versions, gitDelta: options.gitDeltaVersion}, caCertificates: certs.length}

@@ -14,7 +14,7 @@ import {quoteArg, requireInitialised} from '../workspace.js'
 import {provisionBranch} from '../git/shelf.js'
 import {secretValues, type SandboxSpec} from './spec.js'
 import type {GatewaySecrets} from '../network/gateway/server.js'
-import {Labels, type Workspace} from '../workspace.js'
+import {IMAGE_RUNTIME, Labels, type Workspace} from '../workspace.js'
 
 export interface Limits {
   memory?: string
@@ -93,8 +93,15 @@ export async function createEphemeral(ctx: Context, ws: Workspace, options: Ephe
   // Only what is left out: `run --env NAME` asks for the value in as it is, and says so itself.
   reportSecrets(ctx.reporter ?? silentReporter, {exposedSecrets: [], unmasked: prepared.unmasked})
   await assertNestedEngine(ctx, spec)
-  if (!(await ctx.engine.images.inspect(spec.image))) {
+  const image = await ctx.engine.images.inspect(spec.image)
+  if (!image) {
     throw new ImageMissingError(`image ${spec.image} is missing`, {hint: `build it with: agent-sandbox build ${quoteArg(ws.path)}`})
+  }
+  // A run with a gateway needs an entrypoint that waits for it as this CLI starts it (else it would wait 120 s, then fail).
+  if (prepared.gateway && !(Number(image.labels[Labels.runtime] ?? 1) >= IMAGE_RUNTIME)) {
+    throw new ImageMissingError(`image ${spec.image} was built from a base image older than this agent-sandbox, whose runs with masked secrets it cannot start`, {
+      hint: `rebuild both: agent-sandbox build-base && agent-sandbox build ${quoteArg(ws.path)}`,
+    })
   }
   await ensureVolumes(ctx, ws, spec)
   createPlaceholders(ws.path, prepared.placeholders, ws)

@@ -16,7 +16,7 @@ import {provisionBranch} from '../git/shelf.js'
 import {createPlaceholders, fsKindOf, planProtectedPaths} from '../git/protected.js'
 import {detectHookConfig, fsHookProbe, hooksDirOf, hooksPathFromConfig, hookConfigLabel, type HookConfigReport} from '../git/hook-config.js'
 import {silentReporter, type Reporter} from '../reporter.js'
-import {buildGateSpec, buildGatewaySpec, buildSpec, checkDockerNetwork, NESTED_STORE, RUN_GATEWAY_MARKER, SANDBOX_EXEC, STATE_DIR, toCreateOptions, type SandboxSpec} from './spec.js'
+import {buildGateSpec, buildGatewaySpec, buildSpec, checkDockerNetwork, NESTED_STORE, SANDBOX_EXEC, STATE_DIR, toCreateOptions, type SandboxSpec} from './spec.js'
 import {GATEWAY_DEFAULTS, SECRETS_FILE} from '../network/gateway/ports.js'
 import type {GatewaySecrets} from '../network/gateway/server.js'
 import {caCertLine, ensureGatewayCa, ephemeralGatewayCa, liveRules, removeGatewayCa} from '../network/gateway-ca.js'
@@ -169,7 +169,7 @@ export async function prepareSandbox(ws: Workspace, options: SandboxOptions, env
     nestedStore: oneShot ? 'tmpfs' : 'volume',
   })
   const gate = !oneShot && (ownGit === 'volume' || branchMode) ? buildGateSpec(ws, spec, settings, {...options, gateFiles: hookConfig?.protect}) : undefined
-  const gateway = gatewayOn ? buildGatewaySpec(ws, spec, {branch: options.branch, userns: options.userns, httpRules: settings.httpRules, masked: [...masked.map((m) => m.name), ...(ghapp ? [GHAPP_SECRET] : [])]}) : undefined
+  const gateway = gatewayOn ? buildGatewaySpec(ws, spec, {branch: options.branch, userns: options.userns, httpRules: settings.httpRules, oneShot: runGateway, masked: [...masked.map((m) => m.name), ...(ghapp ? [GHAPP_SECRET] : [])]}) : undefined
   return {
     spec,
     gate,
@@ -390,9 +390,8 @@ async function ensureGate(ctx: Context, ws: Workspace, sandbox: ContainerInfo, o
  * no web at all (fail closed). If it does not come up, start fails (exit 6)
  * with its last message.
  */
-async function startGateway(ctx: Context, gateway: SandboxSpec, secrets: GatewaySecrets | undefined, ghapp: GhappPlan | undefined): Promise<void> {
-  await removeGate(ctx, gateway.name)
-  const id = await ctx.engine.containers.create(toCreateOptions(gateway))
+async function startGateway(ctx: Context, gateway: SandboxSpec, secrets: GatewaySecrets | undefined, ghapp: GhappPlan | undefined, created?: Promise<string>): Promise<void> {
+  const id = await (created ?? createGateway(ctx, gateway))
   await ctx.engine.containers.start(id)
   const env = ctx.env ?? process.env
   // The App token as it is on the host now (the refresher may renew it at any time: see below).
@@ -404,7 +403,8 @@ async function startGateway(ctx: Context, gateway: SandboxSpec, secrets: Gateway
   // of them); then bash's /dev/tcp, retried (the gateway's own uid may connect to itself).
   const file = `${GATEWAY_DEFAULTS.stateDir}/${SECRETS_FILE}`
   const hand = all ? `(umask 077 && cat > ${file}.new && mv -f ${file}.new ${file}) || exit 3; ` : ''
-  const probe = `${hand}for i in $(seq 100); do (: < /dev/tcp/127.0.0.1/${httpPort} && : < /dev/tcp/127.0.0.1/${tlsPort}) 2> /dev/null && exit 0; sleep 0.1; done; exit 1`
+  // Every 20 ms for 10 s: node boots in about 0.1 s here, and a coarser step would add up to its length to every start.
+  const probe = `${hand}for i in $(seq 500); do (: < /dev/tcp/127.0.0.1/${httpPort} && : < /dev/tcp/127.0.0.1/${tlsPort}) 2> /dev/null && exit 0; sleep 0.02; done; exit 1`
   const result = await ctx.engine.containers
     .exec(id, ['bash', '-c', probe], all ? {stdin: JSON.stringify(all)} : {})
     .catch((error: unknown) => ({exitCode: -1, stdout: '', stderr: String(error)}))
@@ -427,15 +427,25 @@ async function startGateway(ctx: Context, gateway: SandboxSpec, secrets: Gateway
 }
 
 /**
- * A one-shot run's gateway: started in the run container's network namespace
- * while its entrypoint waits (entrypoint.sh wait_gateway), then the run is let
- * go on by a marker in its state directory, which only root can write there.
- * The command so never starts before the gateway has its secrets and listens.
+ * Create a gateway container (any left with its name goes first). The container
+ * whose network namespace it joins must exist, not yet run: a run creates its
+ * gateway while the run container starts.
  */
-export async function startRunGateway(ctx: Context, runId: string, gateway: SandboxSpec, secrets: GatewaySecrets | undefined): Promise<void> {
-  await startGateway(ctx, gateway, secrets, undefined)
-  const marked = await ctx.engine.containers.exec(runId, ['touch', RUN_GATEWAY_MARKER], {user: 'root'})
-  if (marked.exitCode !== 0) throw new NotReadyError(`the run could not be told that its egress gateway is up: ${marked.stderr.trim() || `exit ${marked.exitCode}`}`)
+export async function createGateway(ctx: Context, gateway: SandboxSpec): Promise<string> {
+  await removeGate(ctx, gateway.name)
+  return ctx.engine.containers.create(toCreateOptions(gateway))
+}
+
+/**
+ * A one-shot run's gateway: started in the run container's network namespace
+ * while its entrypoint waits (entrypoint.sh wait_gateway) for the gateway's TLS
+ * port to accept. The gateway listens only once it holds its CA and secrets
+ * (src/gateway.ts), and before the command starts nothing else in that
+ * namespace listens there: the command so never starts before the gateway is
+ * ready.
+ */
+export async function startRunGateway(ctx: Context, gateway: SandboxSpec, secrets: GatewaySecrets | undefined, created: Promise<string>): Promise<void> {
+  await startGateway(ctx, gateway, secrets, undefined, created)
 }
 
 /**

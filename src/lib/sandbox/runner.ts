@@ -7,9 +7,8 @@
  */
 import type {NetworkMode} from '../config/schema.js'
 import {NotReadyError, untilAborted} from '../errors.js'
-import {gatewayLogEntries} from '../network/firewall.js'
-import type {RequestLogEntry} from '../network/gateway/log.js'
-import {removeGate, startRunGateway} from './lifecycle.js'
+import {parseRequestLog, type RequestLogEntry} from '../network/gateway/log.js'
+import {createGateway, removeGate, startRunGateway} from './lifecycle.js'
 import {createEphemeral, type Limits, type EphemeralOptions} from './ephemeral.js'
 import type {Context} from '../context.js'
 import type {Workspace} from '../workspace.js'
@@ -70,7 +69,14 @@ export async function runOneShot(ctx: Context, ws: Workspace, options: OneShotOp
   let timedOut = false
   let atPidsLimit = false
   let timer: NodeJS.Timeout | undefined
-  let gatewaying: Promise<void> | undefined
+  // The gateway's container is made while the run container starts (it joins that one's network namespace).
+  const gatewayCreated = created.gateway ? createGateway(ctx, created.gateway) : undefined
+  // Whatever happens next, the end waits for this before removing the gateway (none is left half-made).
+  let gatewaying: Promise<unknown> | undefined = gatewayCreated
+  // Its failure is told where it is awaited (startRunGateway), not as an unhandled rejection before that.
+  gatewayCreated?.catch(() => undefined)
+  // Asked now, used at the end: whether the run and its gateway may be removed at once (below).
+  const kind = created.gateway ? engine.kind().catch(() => 'podman' as const) : undefined
   // Interrupted (Ctrl-C): kill the command; its exit code is passed through as usual.
   const interrupt = () => {
     void engine.containers.kill(created.id).catch(() => undefined)
@@ -87,9 +93,9 @@ export async function runOneShot(ctx: Context, ws: Workspace, options: OneShotOp
     })
     await engine.containers.start(created.id)
     // Its entrypoint waits for the gateway (fail closed): started in the run's network namespace, then the run goes on.
-    if (created.gateway) {
+    if (created.gateway && gatewayCreated) {
       try {
-        await untilAborted(ctx.signal, (gatewaying = startRunGateway(ctx, created.id, created.gateway, created.gatewaySecrets)))
+        await untilAborted(ctx.signal, (gatewaying = startRunGateway(ctx, created.gateway, created.gatewaySecrets, gatewayCreated)))
       } catch (error) {
         // The run ended first (its own set-up failed, e.g. the firewall): that reason is the one to tell, below.
         if (ctx.signal?.aborted || (await engine.containers.inspect(created.id))?.running !== false) throw error
@@ -113,8 +119,8 @@ export async function runOneShot(ctx: Context, ws: Workspace, options: OneShotOp
     const exitCode = await engine.containers.wait(created.id)
     await ended
     const info = await engine.containers.inspect(created.id)
-    // What the gateway refused, from its request log, before it goes with the run.
-    const blocked = created.gateway ? (await gatewayLogEntries(ctx, created.gateway.name).catch(() => [])).filter((e) => e.decision === 'blocked') : []
+    // What the gateway refused, from its request log before it goes with the run: a run's gateway copies the log to its stdout (one call, no exec).
+    const blocked = created.gateway ? parseRequestLog(await engine.containers.logs(created.gateway.name, 'all').catch(() => '')).filter((e) => e.decision === 'blocked') : []
     if (exitCode === SETUP_FAILED_EXIT && !timedOut) {
       const reason = SETUP_MARKER.exec(tail)?.[1]
       if (reason && !/pids limit reached|out of memory/.test(reason)) {
@@ -135,13 +141,17 @@ export async function runOneShot(ctx: Context, ws: Workspace, options: OneShotOp
   } finally {
     if (timer) clearTimeout(timer)
     ctx.signal?.removeEventListener('abort', interrupt)
-    // The gateway goes with the run, --keep or not (it would serve a stopped container), and first:
-    // Podman keeps a container that another one's network depends on.
+    const removeRun = async () => {
+      if (!options.keep) await engine.containers.remove(created.id, {force: true}).catch(() => undefined)
+    }
+    // The gateway goes with the run, --keep or not (it would serve a stopped container). Podman keeps a
+    // container that another one's network depends on, so there the gateway goes first; Docker takes both at once.
     if (created.gateway) {
       const gateway = created.gateway.name
       await gatewaying?.catch(() => undefined)
-      await removeGate(ctx, gateway).catch(() => undefined)
-    }
-    if (!options.keep) await engine.containers.remove(created.id, {force: true}).catch(() => undefined)
+      const gatewayGone = removeGate(ctx, gateway).catch(() => undefined)
+      if ((await kind) === 'docker') await Promise.all([gatewayGone, removeRun()])
+      else await gatewayGone.then(removeRun)
+    } else await removeRun()
   }
 }

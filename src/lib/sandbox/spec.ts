@@ -19,8 +19,6 @@ export const STATE_DIR = '/run/agent-sandbox'
 /** Debian's system bundle, which the image's NODE_EXTRA_CA_CERTS names (base-image/Dockerfile). */
 export const SYSTEM_CA_BUNDLE = '/etc/ssl/certs/ca-certificates.crt'
 export const SANDBOX_USER = 'node'
-/** A one-shot run's entrypoint waits for this before its command starts: the CLI writes it once the run's gateway serves (entrypoint.sh). */
-export const RUN_GATEWAY_MARKER = `${STATE_DIR}/gateway-ready`
 /** Every agent process goes through it: it waits for the firewall and set-up (docs/design.md). */
 export const SANDBOX_EXEC = '/usr/local/bin/sandbox-exec'
 export const SHELF_MOUNT = '/repo-shelf'
@@ -134,7 +132,7 @@ export interface SpecOptions {
   nestedStore?: 'volume' | 'tmpfs'
   /** The sandbox's web traffic goes through its egress gateway (buildGatewaySpec); network `firewall` only. */
   gateway?: boolean
-  /** A one-shot run whose gateway the CLI starts after it: its entrypoint waits for RUN_GATEWAY_MARKER (AGENT_SANDBOX_RUN_GATEWAY). */
+  /** A one-shot run whose gateway the CLI starts after it: its entrypoint waits for the gateway's TLS port (AGENT_SANDBOX_RUN_GATEWAY). */
   runGateway?: boolean
   /** The masked secrets whose surrogates the sandbox holds (names and hosts, no values): its Labels.masked. */
   masked?: Array<{name: string; hosts: string[]}>
@@ -547,7 +545,7 @@ export function gatewayUid(ws: Pick<Workspace, 'uid'>): number {
  * capabilities, a read-only root and a uid of its own: the agent can neither
  * signal it nor read its memory or files.
  */
-export function buildGatewaySpec(ws: Workspace, sandbox: SandboxSpec, options: {branch?: string; userns?: string; httpRules?: HttpRule[]; masked?: string[]}): SandboxSpec {
+export function buildGatewaySpec(ws: Workspace, sandbox: SandboxSpec, options: {branch?: string; userns?: string; httpRules?: HttpRule[]; masked?: string[]; oneShot?: boolean}): SandboxSpec {
   const uid = gatewayUid(ws)
   const allow = sandbox.env.find((e) => e.name === 'AGENT_SANDBOX_ALLOW_DOMAINS')
   const env: EnvEntry[] = [
@@ -557,6 +555,11 @@ export function buildGatewaySpec(ws: Workspace, sandbox: SandboxSpec, options: {
     ...(options.httpRules?.length ? [{name: 'AGENT_SANDBOX_GATEWAY_RULES', value: JSON.stringify(options.httpRules), secret: false}] : []),
     // Names only: the gateway intercepts every TLS connection then, and waits for the values (stdin) before it lets anything out.
     ...(options.masked?.length ? [{name: 'AGENT_SANDBOX_GATEWAY_MASKED', value: options.masked.join(','), secret: false}] : []),
+    // A one-shot run's gateway also writes its request log to stdout: the CLI reads it with one logs call as the run ends.
+    ...(options.oneShot ? [{name: 'AGENT_SANDBOX_GATEWAY_LOG_STDOUT', value: '1', secret: false}] : []),
+    // The image sets it for every process; the gateway builds its own upstream trust (src/gateway.ts), and node
+    // would parse the whole bundle again at every start (about 30 ms in the image's node).
+    {name: 'NODE_EXTRA_CA_CERTS', value: '', secret: false},
   ]
   return sidecarSpec(ws, sandbox, options, {
     name: Names.gateway(sandbox.name),

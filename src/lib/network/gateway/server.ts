@@ -52,6 +52,8 @@ export interface GatewayConfig {
   /** Names of masked secrets: then every TLS connection is intercepted (a surrogate is looked for in every request), and nothing passes before their values arrive. */
   masked: string[]
   onError?: (message: string) => void
+  /** Each request log line as it is written (a one-shot run's gateway copies them to its stdout). */
+  onRecord?: (line: string) => void
 }
 
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade'])
@@ -123,6 +125,7 @@ class RequestLog {
     }
     this.written += line.length
     this.stream.write(line)
+    this.config.onRecord?.(line)
   }
 }
 
