@@ -47,7 +47,7 @@ const common = {absWorkingDir: root, outdir: 'dist/bundle', outExtension: {'.js'
 await build({
   ...common,
   entryPoints,
-  external: ['@inquirer/prompts', '@oclif/core', '@octokit/*', '@peculiar/x509', 'ora', 'proper-lockfile', 'reflect-metadata', 'undici'],
+  external: ['@inquirer/prompts', '@oclif/core', '@octokit/*', 'ora', 'proper-lockfile', 'undici'],
   define: {'import.meta.url': '__agentSandboxModuleUrl'},
   banner: {js: "const __agentSandboxModuleUrl = require('node:url').pathToFileURL(__filename).href;"},
 })

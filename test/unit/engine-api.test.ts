@@ -104,6 +104,10 @@ afterAll(async () => {
   rmSync(dir, {recursive: true, force: true})
 })
 
+async function until(done: () => boolean): Promise<void> {
+  for (let i = 0; i < 200 && !done(); i++) await new Promise((r) => setTimeout(r, 10))
+}
+
 const api = () => new EngineApi({kind: 'socket', socketPath, dockerHost: `unix://${socketPath}`})
 
 describe('EngineApi', () => {
@@ -152,6 +156,23 @@ describe('EngineApi', () => {
     expect(Date.now() - started).toBeLessThan(5_000)
     // The control: the same call without a limit gets the answer that comes after 0.6 s.
     expect(await api().json('GET', '/slow', {timeoutMs: 0})).toEqual({late: true})
+  })
+
+  it('dispatches a call without waiting for its answer: the engine has the request, an error answer or no engine is not thrown', async () => {
+    const before = seen.length
+    // /hang is never answered: waiting for it would never resolve.
+    await api().dispatch('POST', '/hang', {query: {signal: 'SIGTERM'}})
+    await until(() => seen.length > before)
+    expect(seen.slice(before).map((s) => `${s.method} ${s.url}`)).toEqual(['POST /hang?signal=SIGTERM'])
+    // An error answer (500 here) and an engine that is not there are both ignored.
+    await api().dispatch('POST', '/containers/nope/kill')
+    await new EngineApi({kind: 'socket', socketPath: join(dir, 'none.sock'), dockerHost: 'unix://none'}).dispatch('POST', '/x')
+    // kill with answer: false is such a call (the stand-in answers 500 to it).
+    const killed = () => seen.some((s) => s.url === '/containers/box/kill?signal=SIGTERM')
+    expect(killed()).toBe(false)
+    await new ApiContainers(api()).kill('box', 'SIGTERM', {answer: false})
+    await until(killed)
+    expect(killed()).toBe(true)
   })
 })
 

@@ -1,12 +1,16 @@
 /** Issue 17, slices 2 and 3, pure parts: httpRules decisions and merging, the per-sandbox CA and its leaf certificates, masked secrets. */
+import {execFileSync} from 'node:child_process'
+import {createPrivateKey, X509Certificate} from 'node:crypto'
 import {once} from 'node:events'
+import {mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
 import type {AddressInfo} from 'node:net'
 import {connect, createServer} from 'node:tls'
-import {describe, expect, it} from 'vitest'
+import {afterAll, describe, expect, it, vi} from 'vitest'
 import {checkRules, DEFAULT_HTTP_RULES, isHttpRule, layerWithRule, mergeHttpRules, normaliseRequestPath, parseRuleLines, planRuleAdd, rulesFor, rulesLoosen} from '../../src/lib/network/gateway/rules.js'
 import {makeSurrogate, swapSecrets, type MaskedSecret} from '../../src/lib/network/gateway/secrets.js'
-import {createLeafMinter} from '../../src/lib/network/gateway/leaf.js'
-import {createCa} from '../../src/lib/network/gateway/x509.js'
+import {createCa, createLeafMinter} from '../../src/lib/network/gateway/certificates.js'
 
 describe('httpRules', () => {
   const rules = [
@@ -91,7 +95,7 @@ describe('live httpRules (firewall allow --methods/--paths)', () => {
 
 describe('the per-sandbox CA', () => {
   it('mints leaf certificates that a client trusting only the CA verifies, for the name asked and no other', async () => {
-    const ca = await createCa('asbx-test')
+    const ca = createCa('asbx-test')
     expect(ca.cert).toMatch(/^-----BEGIN CERTIFICATE-----\n/)
     expect(ca.key).toMatch(/^-----BEGIN PRIVATE KEY-----\n/)
     const minter = createLeafMinter(ca)
@@ -110,10 +114,70 @@ describe('the per-sandbox CA', () => {
       expect(await dial('a.test', ca.cert)).toBe('ok ok')
       expect(await dial('b.test', ca.cert)).toBe('ERR_TLS_CERT_ALTNAME_INVALID')
       expect(await dial('a.test')).toMatch(/UNABLE_TO_VERIFY|SELF_SIGNED|UNABLE_TO_GET_ISSUER/) // not trusted without the CA
-      const other = await createCa('other')
+      const other = createCa('other')
       expect(await dial('a.test', other.cert)).not.toBe('ok ok')
     } finally {
       server.close()
+    }
+  })
+})
+
+describe('the CA and leaves as written (DER with node crypto), checked by OpenSSL', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'asbx-ca-'))
+  afterAll(() => rmSync(dir, {recursive: true, force: true}))
+  const openssl = (...args: string[]) => execFileSync('openssl', args, {encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe']})
+
+  it('makes a self-signed CA for one level, for signing only, with its key, valid from a day ago for ten years', () => {
+    const ca = createCa('agent-sandbox box, x')
+    const cert = new X509Certificate(ca.cert)
+    expect(cert.ca).toBe(true)
+    expect(cert.subject).toBe('CN=agent-sandbox box\\, x\nO=agent-sandbox')
+    expect(cert.issuer).toBe(cert.subject)
+    expect(cert.verify(cert.publicKey)).toBe(true)
+    expect(cert.checkPrivateKey(createPrivateKey(ca.key))).toBe(true)
+    const day = 24 * 60 * 60 * 1000
+    expect(Math.abs(Date.parse(cert.validFrom) - (Date.now() - day))).toBeLessThan(60_000)
+    expect(Math.abs(Date.parse(cert.validTo) - (Date.now() + 3650 * day))).toBeLessThan(60_000)
+    writeFileSync(join(dir, 'ca.pem'), ca.cert)
+    const text = openssl('x509', '-in', join(dir, 'ca.pem'), '-noout', '-text')
+    expect(text).toMatch(/Basic Constraints: critical\s+CA:TRUE, pathlen:0/)
+    expect(text).toMatch(/Key Usage: critical\s+Certificate Sign, CRL Sign\n/)
+    expect(text).toMatch(/Subject Key Identifier:\s+[0-9A-F:]{59}/)
+    expect(text).toMatch(/Signature Algorithm: ecdsa-with-SHA256/)
+    expect(text).toMatch(/ASN1 OID: prime256v1/)
+    // Each CA is its own: another key, another serial.
+    const other = new X509Certificate(createCa('agent-sandbox box, x').cert)
+    expect(other.serialNumber).not.toBe(cert.serialNumber)
+    expect(other.publicKey.export({type: 'spki', format: 'der'}).equals(cert.publicKey.export({type: 'spki', format: 'der'}))).toBe(false)
+  })
+
+  it('passes openssl verify -x509_strict: the CA and a leaf it issued, for that leaf\'s name; a leaf of another CA does not', async () => {
+    const ca = createCa('strict')
+    const leaf = await createLeafMinter(ca).leaf('api.example.test')
+    writeFileSync(join(dir, 'strict-ca.pem'), ca.cert)
+    // The leaf's file holds the leaf, then the CA: its first certificate is the one verified.
+    writeFileSync(join(dir, 'leaf.pem'), leaf.cert.split(/(?<=-----END CERTIFICATE-----\n)/)[0] as string)
+    expect(openssl('verify', '-x509_strict', '-purpose', 'sslserver', '-verify_hostname', 'api.example.test', '-CAfile', join(dir, 'strict-ca.pem'), join(dir, 'leaf.pem')).trim()).toBe(`${join(dir, 'leaf.pem')}: OK`)
+    let refused = ''
+    try {
+      openssl('verify', '-x509_strict', '-verify_hostname', 'other.test', '-CAfile', join(dir, 'strict-ca.pem'), join(dir, 'leaf.pem'))
+    } catch (error) {
+      refused = String((error as {stderr?: string}).stderr)
+    }
+    expect(refused).toMatch(/hostname mismatch/)
+    writeFileSync(join(dir, 'other-ca.pem'), createCa('other').cert)
+    expect(() => openssl('verify', '-x509_strict', '-CAfile', join(dir, 'other-ca.pem'), join(dir, 'leaf.pem'))).toThrow()
+  })
+
+  it('writes dates from 2050 on as GeneralizedTime, as RFC 5280 asks (a CA made in 2045 runs to 2055)', () => {
+    vi.useFakeTimers({now: Date.parse('2045-06-01T00:00:00Z'), toFake: ['Date']})
+    try {
+      const ca = createCa('late')
+      writeFileSync(join(dir, 'late.pem'), ca.cert)
+      expect(openssl('x509', '-in', join(dir, 'late.pem'), '-noout', '-enddate').trim()).toMatch(/^notAfter=May 30 00:00:00 2055 GMT$/)
+      expect(new X509Certificate(ca.cert).validTo).toMatch(/2055/)
+    } finally {
+      vi.useRealTimers()
     }
   })
 })

@@ -18,8 +18,7 @@ import tls from 'node:tls'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {parseRequestLog, REQUEST_LOG} from '../../src/lib/network/gateway/log.js'
 import {SECRETS_FILE, startGateway, type RunningGateway} from '../../src/lib/network/gateway/server.js'
-import {createLeafMinter} from '../../src/lib/network/gateway/leaf.js'
-import {createCa} from '../../src/lib/network/gateway/x509.js'
+import {createCa, createLeafMinter} from '../../src/lib/network/gateway/certificates.js'
 
 const API = 'api.test'
 const OTHER = 'other.test'
@@ -85,14 +84,14 @@ function startSite(cert: string, key: string): Promise<https.Server> {
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'gwproto-unit-'))
-  const siteCa = await createCa('site CA')
+  const siteCa = createCa('site CA')
   const siteLeaf = await createLeafMinter(siteCa).leaf(API)
   const other = await createLeafMinter(siteCa).leaf(OTHER)
   site = await startSite(`${siteLeaf.cert}`, siteLeaf.key)
   // The other name on the same port: its own certificate by SNI.
   site.addContext(OTHER, {cert: other.cert, key: other.key})
   dns = await startDns()
-  const ca = await createCa('sandbox CA')
+  const ca = createCa('sandbox CA')
   sandboxCa = ca.cert
   writeFileSync(join(dir, SECRETS_FILE), JSON.stringify({ca, secrets: [{name: 'TOKEN', hosts: [API], surrogate: SURROGATE, value: REAL}]}))
   writeFileSync(join(dir, 'domains.txt'), `${API}\n${OTHER}\n`)

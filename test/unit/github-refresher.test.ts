@@ -26,6 +26,7 @@ import {
   type AppRecord,
 } from '../../src/lib/github/refresher.js'
 import {readStatus, readSurrogate, readToken, tokenPaths, writeStatus} from '../../src/lib/github/token-store.js'
+import {gatewayCommand} from '../../src/lib/network/gateway/ports.js'
 
 describe('schedule', () => {
   it('backs off 2 s, 4 s, 8 s … up to a minute', () => {
@@ -166,7 +167,7 @@ describe('runRefreshLoop', () => {
     expect(mint).toHaveBeenCalledTimes(2)
     expect(readToken(tokenPaths('sbx', env))).toBe('ghs_2')
     // Each new token went to the sandbox's gateway, over stdin (never an argument).
-    expect(engine.containers.exec).toHaveBeenCalledWith('sbx-gateway', ['/usr/bin/node', '/usr/local/lib/agent-sandbox/egress-gateway.cjs', '--secret', 'github-app-token'], {stdin: 'ghs_2'})
+    expect(engine.containers.exec).toHaveBeenCalledWith('sbx-gateway', gatewayCommand('--secret', 'github-app-token'), {stdin: 'ghs_2'})
     expect(log.mock.calls.at(-1)?.[0]).toBe('sbx: container gone; refresher exiting')
   }, 10_000)
 

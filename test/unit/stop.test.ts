@@ -6,7 +6,7 @@ import {fakeEngine} from './fake-engine.js'
 const ws: Workspace = {path: '/src/app', repoName: 'app', repoSlug: 'app', hash: '0123456789abcdef0123456789abcdef', uid: 1000, gid: 1000}
 
 describe('stopSandbox', () => {
-  it('stops the sandbox, then signals its gate and gateway (SIGTERM, which the engine does not wait for)', async () => {
+  it('stops the sandbox, then signals its gate and gateway (SIGTERM, without waiting for the engine\'s answer)', async () => {
     const order: string[] = []
     let stopped = (): void => undefined
     const stop = vi.fn(
@@ -19,8 +19,8 @@ describe('stopSandbox', () => {
           }
         }),
     )
-    const kill = vi.fn(async (name: string, signal?: string) => {
-      order.push(`kill ${name} ${signal}`)
+    const kill = vi.fn(async (name: string, signal?: string, options?: {answer?: boolean}) => {
+      order.push(`kill ${name} ${signal} answer=${options?.answer}`)
     })
     const name = Names.container(ws)
     const done = stopSandbox({engine: fakeEngine({containers: {stop, kill}})}, ws)
@@ -29,7 +29,7 @@ describe('stopSandbox', () => {
     expect(kill).not.toHaveBeenCalled()
     stopped()
     expect(await done).toBe('stopped')
-    expect(order).toEqual([`stop ${name}`, 'stop returned', `kill ${Names.gate(name)} SIGTERM`, `kill ${Names.gateway(name)} SIGTERM`])
+    expect(order).toEqual([`stop ${name}`, 'stop returned', `kill ${Names.gate(name)} SIGTERM answer=false`, `kill ${Names.gateway(name)} SIGTERM answer=false`])
   })
 
   it('says what the sandbox was, and still signals leftover sidecars', async () => {

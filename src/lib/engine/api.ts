@@ -224,6 +224,29 @@ export class EngineApi {
     })
   }
 
+  /**
+   * A call whose answer nobody waits for: resolves once the request is handed
+   * to the operating system on the engine's connection (a local socket or TCP),
+   * and the answer, when it comes, is read and dropped, errors included. The
+   * engine serves a request it has received even if this process exits first,
+   * so a command can end without waiting for work it does not report on. Over
+   * ssh the bytes pass through the ssh client, which an exit would cut off:
+   * there it waits for the answer (and still ignores it).
+   */
+  async dispatch(method: string, path: string, options: CallOptions = {}): Promise<void> {
+    if (this.endpoint.kind === 'ssh') {
+      await this.buffer(method, path, options).catch(() => undefined)
+      return
+    }
+    const transport = await this.getTransport()
+    const req = transport.request(this.options(method, path + queryString(options.query), {}, transport.shared))
+    await new Promise<void>((resolve) => {
+      req.on('error', () => resolve())
+      req.on('response', (res) => res.resume())
+      req.end(resolve)
+    })
+  }
+
   /** A streamed body (attach, exec without stdin): the engine writes the raw stream until the process ends. */
   stream(method: string, path: string, options: CallOptions = {}): Promise<Readable> {
     return this.send(method, path, {...options, stream: true}, async (answer) => {

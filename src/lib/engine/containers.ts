@@ -13,8 +13,12 @@ export interface ContainerClient {
   start(id: string): Promise<void>
   /** Stop a container by name or id: what it was found to be, so that callers need no inspect first. */
   stop(nameOrId: string, timeoutSeconds?: number): Promise<'stopped' | 'not-running' | 'missing'>
-  /** SIGKILL (the engine waits for the exit) unless another signal is named (delivered, not waited for). */
-  kill(id: string, signal?: string): Promise<void>
+  /**
+   * SIGKILL (the engine waits for the exit) unless another signal is named
+   * (delivered, not waited for). `answer: false` resolves once the request is
+   * on its way (EngineApi.dispatch): for a signal whose outcome nobody reports.
+   */
+  kill(id: string, signal?: string, options?: {answer?: boolean}): Promise<void>
   remove(id: string, options?: {force?: boolean}): Promise<void>
   wait(id: string): Promise<number>
   /** Its stdout and stderr as text: the last `tail` lines (50), or all of them. */
@@ -158,7 +162,8 @@ export class ApiContainers implements ContainerClient {
     }
   }
 
-  async kill(id: string, signal?: string): Promise<void> {
+  async kill(id: string, signal?: string, options: {answer?: boolean} = {}): Promise<void> {
+    if (options.answer === false) return this.api.dispatch('POST', `/containers/${id}/kill`, signal ? {query: {signal}} : {})
     try {
       await this.api.json('POST', `/containers/${id}/kill`, signal ? {query: {signal}} : {})
     } catch (error) {

@@ -6,6 +6,7 @@ import {cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writ
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {baseImageDir, packageRoot} from '../util/assets.js'
+import {GATEWAY_DEFAULTS} from '../network/gateway/ports.js'
 import {loadSettings} from '../config/load.js'
 import {assertBuildTrusted} from '../config/trust.js'
 import {buildKey, externalImages, readBuildContext} from './build-key.js'
@@ -165,6 +166,8 @@ export async function buildBase(ctx: Context, options: BuildBaseOptions): Promis
     if (options.baseImage) args.push('--build-arg', `BASE_IMAGE=${options.baseImage}`)
     for (const tool of Object.keys(TOOLS) as Tool[]) args.push('--build-arg', `${TOOLS[tool].arg}=${versions[tool]}`)
     args.push('--build-arg', `GIT_DELTA_VERSION=${options.gitDeltaVersion}`)
+    // The gateway's node boots from a snapshot made with its own flags (base-image/node-boot.sh).
+    args.push('--build-arg', `GATEWAY_NODE_FLAGS=${GATEWAY_DEFAULTS.nodeFlags.join(' ')}`)
     args.push('--label', `${Labels.managed}=true`, '--label', `${Labels.kind}=base`)
     args.push('--label', `${Labels.versions}=${JSON.stringify({...versions, gitDelta: options.gitDeltaVersion})}`)
     args.push('--label', `${Labels.runtime}=${IMAGE_RUNTIME}`)

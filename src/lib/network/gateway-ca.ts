@@ -11,7 +11,7 @@
 import {chmodSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync} from 'node:fs'
 import {homedir} from 'node:os'
 import {join} from 'node:path'
-import type {CaPair} from './gateway/x509.js'
+import {createCa, type CaPair} from './gateway/certificates.js'
 import {parseRuleLines, type HttpRule} from './gateway/rules.js'
 
 export function gatewayCaDir(container: string, env: NodeJS.ProcessEnv = process.env): string {
@@ -19,16 +19,15 @@ export function gatewayCaDir(container: string, env: NodeJS.ProcessEnv = process
   return join(base, 'agent-sandbox', 'gateway-ca', container)
 }
 
-/** The sandbox's CA, made (with @peculiar/x509, loaded only then) when it has none yet. */
-export async function ensureGatewayCa(container: string, env: NodeJS.ProcessEnv = process.env): Promise<CaPair> {
+/** The sandbox's CA, made when it has none yet. */
+export function ensureGatewayCa(container: string, env: NodeJS.ProcessEnv = process.env): CaPair {
   const dir = gatewayCaDir(container, env)
   try {
     return {cert: readFileSync(join(dir, 'ca.pem'), 'utf8'), key: readFileSync(join(dir, 'ca.key'), 'utf8')}
   } catch {
     // none yet (or half-written): make a new one
   }
-  const {createCa} = await import('./gateway/x509.js')
-  const ca = await createCa(`agent-sandbox ${container}`)
+  const ca = createCa(`agent-sandbox ${container}`)
   mkdirSync(dir, {recursive: true, mode: 0o700})
   chmodSync(dir, 0o700)
   // The key first and the certificate last: a certificate on disk means a complete pair.
@@ -38,8 +37,7 @@ export async function ensureGatewayCa(container: string, env: NodeJS.ProcessEnv 
 }
 
 /** A CA for a one-shot run's gateway: in memory only, gone with the run. */
-export async function ephemeralGatewayCa(container: string): Promise<CaPair> {
-  const {createCa} = await import('./gateway/x509.js')
+export function ephemeralGatewayCa(container: string): CaPair {
   return createCa(`agent-sandbox ${container}`)
 }
 

@@ -138,7 +138,7 @@ export async function prepareSandbox(ws: Workspace, options: SandboxOptions, env
   const ghapp = gatewayOn ? plannedGhapp : undefined
   if (ghapp) assertGatewayCanCarry(ghapp.record.config)
   // A run's CA lives as long as the run: made in memory, never written to the host.
-  const gatewayCa = gatewayOn ? await (oneShot ? ephemeralGatewayCa(options.name as string) : ensureGatewayCa(Names.container(ws, options.branch), env)) : undefined
+  const gatewayCa = gatewayOn ? (oneShot ? ephemeralGatewayCa(options.name as string) : ensureGatewayCa(Names.container(ws, options.branch), env)) : undefined
   // Masked secrets need the gateway: a container without one gets neither the value nor a surrogate.
   const masked: MaskedSecret[] = !gatewayCa
     ? []

@@ -11,7 +11,7 @@ import {MIN_CPUS, MIN_MEMORY_BYTES, parseSize} from '../config/limits.js'
 import {Labels, md5, Names, quoteArg, sanitizeBranch, workspaceLabels, type Workspace} from '../workspace.js'
 import type {MountSpec} from '../engine/types.js'
 import {UsageError} from '../errors.js'
-import {GATEWAY_DEFAULTS} from '../network/gateway/ports.js'
+import {GATEWAY_DEFAULTS, gatewayCommand} from '../network/gateway/ports.js'
 import type {HttpRule} from '../network/gateway/rules.js'
 import {isMasked, secretName} from '../network/gateway/secrets.js'
 
@@ -569,9 +569,9 @@ export function buildGatewaySpec(ws: Workspace, sandbox: SandboxSpec, options: {
     user: `${uid}:${uid}`,
     workdir: GATEWAY_DEFAULTS.stateDir,
     pids: 256,
-    // The program as the command: `docker run --entrypoint` takes one word (show-run prints this).
-    entrypoint: ['/usr/bin/node'],
-    cmd: [...GATEWAY_DEFAULTS.nodeFlags, GATEWAY_DEFAULTS.program],
+    // The launcher as the entrypoint, the rest as the command: `docker run --entrypoint` takes one word (show-run prints this).
+    entrypoint: gatewayCommand().slice(0, 1),
+    cmd: gatewayCommand().slice(1),
   })
 }
 

@@ -17,3 +17,15 @@ export const GATEWAY_DEFAULTS = {
 
 /** What the CLI hands over on an exec's stdin (lifecycle.ts startGateway; gateway.ts --secret replaces one value), kept in the gateway's tmpfs only. */
 export const SECRETS_FILE = 'secrets.json'
+
+/**
+ * The gateway's program as a command, with `args` after it: in its container
+ * (spec.ts buildGatewaySpec) and in the execs that talk to it (firewall allow,
+ * its rules, the App token). node-boot (base-image/node-boot.sh) starts node
+ * from the image's snapshot of node's bootstrap, made with these very flags;
+ * an image from before node-boot starts node plainly.
+ */
+export function gatewayCommand(...args: string[]): string[] {
+  return ['/bin/sh', '-c', GATEWAY_LAUNCH, 'egress-gateway', ...GATEWAY_DEFAULTS.nodeFlags, GATEWAY_DEFAULTS.program, ...args]
+}
+const GATEWAY_LAUNCH = '[ -x /usr/local/bin/node-boot ] && exec /usr/local/bin/node-boot "$@"; exec /usr/bin/node "$@"'

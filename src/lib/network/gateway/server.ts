@@ -21,7 +21,7 @@ import {decideHttp, decideSni, normaliseHost, parseDomainList, pathOnly} from '.
 import {checkRules, normaliseRequestPath, parseRuleLines, rulesFor, type HttpRule} from './rules.js'
 import {LIVE_ALLOWLIST, LIVE_RULES, watchedFile} from './live.js'
 import {ALERT_UNRECOGNIZED_NAME, parseClientHello} from './sni.js'
-import {createLeafMinter, type Minter} from './leaf.js'
+import {createLeafMinter, type Minter} from './certificates.js'
 import {swapSecrets, type MaskedSecret} from './secrets.js'
 import {SECRETS_FILE} from './ports.js'
 

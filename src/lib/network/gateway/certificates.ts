@@ -1,11 +1,15 @@
 /**
- * The gateway's leaf certificates, written as DER with node's crypto alone
- * (docs/design.md, "The egress gateway"). The CLI makes the CA with
- * @peculiar/x509 (x509.ts); the gateway only ever issues one shape of
- * certificate, and loading that library and its ASN.1 schemas cost the gateway
- * ~14 MiB of resident memory (docs/PERFORMANCE.md), so it writes them itself:
- * ECDSA P-256 / SHA-256, CN and one DNS name, serverAuth, not a CA, the CA's
- * key identifier as the authority key identifier.
+ * The egress gateway's certificates, written as DER with node's crypto alone
+ * (docs/design.md, "The egress gateway"): the CLI makes one CA per sandbox
+ * (createCa, on the host), and the gateway, which alone holds that CA's key,
+ * issues a leaf per intercepted name (createLeafMinter). Both are one shape
+ * each: ECDSA P-256 / SHA-256; the CA with CN and O, a CA for one level
+ * (pathLen 0) that signs certificates only; a leaf with CN and one DNS name,
+ * serverAuth, not a CA, the CA's key identifier as the authority key
+ * identifier. A certificate library (@peculiar/x509 and its ASN.1 schemas)
+ * cost the gateway ~14 MiB of resident memory and the CLI ~0.1 s to load for
+ * every CA it made (docs/PERFORMANCE.md); node's OpenSSL makes the keys and
+ * signatures either way.
  */
 import {createHash, createPrivateKey, generateKeyPairSync, randomBytes, sign, X509Certificate} from 'node:crypto'
 
@@ -52,10 +56,11 @@ function oid(dotted: string): Buffer {
   }
   return tlv(0x06, Buffer.from(out))
 }
-/** UTCTime (years 1950-2049, as RFC 5280 asks) `YYMMDDHHMMSSZ`. */
+/** As RFC 5280 asks: UTCTime `YYMMDDHHMMSSZ` for the years 1950-2049, GeneralizedTime `YYYYMMDDHHMMSSZ` from 2050. */
 function time(d: Date): Buffer {
   const iso = d.toISOString()
-  return tlv(0x17, Buffer.from(`${iso.slice(2, 4)}${iso.slice(5, 7)}${iso.slice(8, 10)}${iso.slice(11, 13)}${iso.slice(14, 16)}${iso.slice(17, 19)}Z`, 'latin1'))
+  const rest = `${iso.slice(5, 7)}${iso.slice(8, 10)}${iso.slice(11, 13)}${iso.slice(14, 16)}${iso.slice(17, 19)}Z`
+  return d.getUTCFullYear() < 2050 ? tlv(0x17, Buffer.from(`${iso.slice(2, 4)}${rest}`, 'latin1')) : tlv(0x18, Buffer.from(`${iso.slice(0, 4)}${rest}`, 'latin1'))
 }
 const extension = (id: string, critical: boolean, value: Buffer) => seq(oid(id), ...(critical ? [bool(true)] : []), octets(value))
 
@@ -85,6 +90,48 @@ function children(der: Buffer, offset = 0): Array<{tag: number; start: number; b
 const ECDSA_SHA256 = seq(oid('1.2.840.10045.4.3.2'))
 const pem = (label: string, der: Buffer) => `-----BEGIN ${label}-----\n${der.toString('base64').replace(/(.{64})/g, '$1\n').replace(/\n$/, '')}\n-----END ${label}-----\n`
 
+/** A key identifier as RFC 5280 4.2.1.2 (1) has it: the SHA-1 of the public key's bits (the BIT STRING of its SubjectPublicKeyInfo). */
+function keyIdentifier(spki: Buffer): Buffer {
+  const key = children(spki)[1]
+  return createHash('sha1').update(spki.subarray(key.body + 1, key.end)).digest()
+}
+
+/** A positive serial of 16 random bytes (RFC 5280: at most 20 octets). */
+const serial = () => integer(Buffer.concat([Buffer.from([0x40]), randomBytes(15)]))
+
+/**
+ * A new CA for one sandbox: `CN=<commonName>, O=agent-sandbox`, valid from
+ * yesterday (clock skew) for ten years, a CA for leaves only (pathLen 0),
+ * keyCertSign and cRLSign, with its key identifier. Self-signed.
+ */
+export function createCa(commonName: string): CaPair {
+  const pair = generateKeyPairSync('ec', {namedCurve: 'prime256v1'})
+  const spki = pair.publicKey.export({type: 'spki', format: 'der'})
+  const name = seq(set(seq(oid('2.5.4.3'), tlv(0x0c, Buffer.from(commonName, 'utf8')))), set(seq(oid('2.5.4.10'), tlv(0x0c, Buffer.from('agent-sandbox', 'utf8')))))
+  const now = Date.now()
+  const tbs = seq(
+    explicit(0, integer(Buffer.from([2]))),
+    serial(),
+    ECDSA_SHA256,
+    name,
+    seq(time(new Date(now - DAY)), time(new Date(now + 3650 * DAY))),
+    name,
+    spki,
+    explicit(
+      3,
+      seq(
+        // cA TRUE, pathLenConstraint 0.
+        extension('2.5.29.19', true, seq(bool(true), integer(Buffer.from([0])))),
+        // keyCertSign (bit 5) and cRLSign (bit 6): one byte, its last bit unused.
+        extension('2.5.29.15', true, tlv(0x03, Buffer.from([1, 0x06]))),
+        extension('2.5.29.14', false, octets(keyIdentifier(spki))),
+      ),
+    ),
+  )
+  const cert = seq(tbs, ECDSA_SHA256, bits(sign('sha256', tbs, pair.privateKey)))
+  return {cert: pem('CERTIFICATE', cert), key: pair.privateKey.export({type: 'pkcs8', format: 'pem'}).toString()}
+}
+
 /** The CA's subject (as DER, the leaves' issuer) and key identifier (its SKI extension, else the SHA-1 of its key, as RFC 5280 4.2.1.2 (1)). */
 function caParts(caPem: string): {subject: Buffer; keyId: Buffer} {
   const ca = new X509Certificate(caPem)
@@ -107,11 +154,7 @@ function caParts(caPem: string): {subject: Buffer; keyId: Buffer} {
       }
     }
   }
-  if (!keyId) {
-    const spki = ca.publicKey.export({type: 'spki', format: 'der'})
-    const key = children(spki)[1]
-    keyId = createHash('sha1').update(spki.subarray(key.body + 1, key.end)).digest()
-  }
+  keyId ??= keyIdentifier(ca.publicKey.export({type: 'spki', format: 'der'}))
   return {subject, keyId}
 }
 
@@ -127,7 +170,7 @@ export function createLeafMinter(ca: CaPair): Minter {
     const now = Date.now()
     const tbs = seq(
       explicit(0, integer(Buffer.from([2]))),
-      integer(Buffer.concat([Buffer.from([0x40]), randomBytes(15)])),
+      serial(),
       ECDSA_SHA256,
       issuer,
       // Short-lived (clients cap leaf validity), backdated an hour for clock skew.
