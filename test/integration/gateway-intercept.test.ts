@@ -314,6 +314,52 @@ describe('interception of hosts with httpRules', () => {
     }
   })
 
+  it("a run's gateway boots node from the base image's snapshot, a sandbox's plainly; an image whose node differs from the one the snapshot was made by boots plainly, and its runs still work", async () => {
+    const flags = ['--max-semi-space-size=1', '--no-opt', '--optimize-for-size', '/usr/local/lib/agent-sandbox/egress-gateway.cjs', '']
+    const cmdline = async (container: string) => must(await docker('exec', container, 'cat', '/proc/1/cmdline'), 'cmdline').stdout.split('\0')
+    // The sandbox's own gateway lives as long as the sandbox: memory before start-up time.
+    expect(await cmdline(`${sandbox}-gateway`)).toEqual(['/usr/bin/node', ...flags])
+    // A run's gateway: its start is on every run's path.
+    const child = execa(BIN, ['run', ws, '--', 'sleep', '30'], {env: {XDG_STATE_HOME: TEST_STATE_HOME, ...RUN_ENV}, reject: false, stdin: 'ignore'})
+    try {
+      let gateway: string | undefined
+      for (let i = 0; i < 240 && !gateway; i++) {
+        gateway = (await runContainers(ws)).find((n) => n.endsWith('-gateway'))
+        if (!gateway) await new Promise((resolve) => setTimeout(resolve, 250))
+      }
+      expect(gateway).toBeDefined()
+      let seen: string[] = []
+      for (let i = 0; i < 120 && seen.length < 2; i++) {
+        seen = (await docker('exec', gateway as string, 'cat', '/proc/1/cmdline')).stdout.split('\0')
+        if (seen.length < 2) await new Promise((resolve) => setTimeout(resolve, 250))
+      }
+      expect(seen).toEqual(['/usr/bin/node', '--snapshot-blob', '/usr/local/lib/agent-sandbox/node-boot.blob', ...flags])
+    } finally {
+      child.kill('SIGTERM')
+      await child
+    }
+    const image = must(await docker('container', 'inspect', '--format', '{{.Config.Image}}', sandbox), 'image').stdout.trim()
+    const original = must(await docker('image', 'inspect', '--format', '{{.Id}}', image), 'image id').stdout.trim()
+    const boot = async (img: string) =>
+      must(await docker('run', '--rm', '--network', 'none', '--entrypoint', '/usr/local/bin/node-boot', img, '--max-semi-space-size=1', '--no-opt', '--optimize-for-size', '-p', "process.execArgv.slice(0, -2).join(' ')"), 'node-boot').stdout.trim()
+    expect(await boot(original)).toBe('--snapshot-blob /usr/local/lib/agent-sandbox/node-boot.blob --max-semi-space-size=1 --no-opt --optimize-for-size')
+    // A workspace image that changes node (here only its time, as an upgrade would change more).
+    const dir = mkdtempSync(join(tmpdir(), 'gwi-node-'))
+    writeFileSync(join(dir, 'Dockerfile'), `FROM ${original}\nUSER root\nRUN touch -d 2001-01-01 "$(readlink -f /usr/bin/node)"\n`)
+    const changed = must(await docker('build', '-q', '-t', image, dir), 'an image with another node').stdout.trim()
+    try {
+      expect(await boot(changed)).toBe('--max-semi-space-size=1 --no-opt --optimize-for-size')
+      const r = await cli(['run', ws, '--', 'printenv', 'GWI_RUN_TOKEN'], {env: RUN_ENV})
+      expect(r.exitCode, r.stderr).toBe(0)
+      // Masked: the run got a surrogate, so its gateway came up.
+      expect(r.stdout.trim()).toMatch(/^\S+$/)
+      expect(r.stdout.trim()).not.toBe(RUN_ENV.GWI_RUN_TOKEN)
+    } finally {
+      must(await docker('tag', original, image), 'restore the image')
+      await docker('rmi', changed)
+    }
+  })
+
   it('the default npm rule: the registry is read-only, intercepted, and a publish (PUT) never reaches it', async () => {
     const get = await curl(ws, '-o', '/dev/null', '-w', '%{http_code}', 'https://registry.npmjs.org/left-pad')
     expect(get.stdout, get.stderr).toBe('200')

@@ -379,7 +379,7 @@ describe('allowDomains', () => {
       const result = await allowDomains({engine, env: env(state)}, ws, ['registry.npmjs.org'], {rule: {methods: 'get,HEAD,PUT', paths: '/@myorg/*'}})
       const rule = {host: 'registry.npmjs.org', methods: ['GET', 'HEAD', 'PUT'], paths: ['/@myorg/*']}
       expect(result.rules).toEqual([{rule, action: 'added'}])
-      expect(exec).toHaveBeenCalledWith(`${Names.container(ws)}-gateway`, gatewayCommand('--rule', JSON.stringify(rule)))
+      expect(exec).toHaveBeenCalledWith(`${Names.container(ws)}-gateway`, gatewayCommand(['--rule', JSON.stringify(rule)]))
       const kept = JSON.parse(readFileSync(join(state, 'agent-sandbox', 'gateway-ca', Names.container(ws), 'live-rules.json'), 'utf8'))
       expect(kept).toEqual({startedAt: '2026-01-01T00:00:00Z', rules: [rule]})
       rmSync(state, {recursive: true, force: true})

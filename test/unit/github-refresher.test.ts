@@ -167,7 +167,7 @@ describe('runRefreshLoop', () => {
     expect(mint).toHaveBeenCalledTimes(2)
     expect(readToken(tokenPaths('sbx', env))).toBe('ghs_2')
     // Each new token went to the sandbox's gateway, over stdin (never an argument).
-    expect(engine.containers.exec).toHaveBeenCalledWith('sbx-gateway', gatewayCommand('--secret', 'github-app-token'), {stdin: 'ghs_2'})
+    expect(engine.containers.exec).toHaveBeenCalledWith('sbx-gateway', gatewayCommand(['--secret', 'github-app-token']), {stdin: 'ghs_2'})
     expect(log.mock.calls.at(-1)?.[0]).toBe('sbx: container gone; refresher exiting')
   }, 10_000)
 

@@ -94,7 +94,7 @@ export interface RefreshDeps {
 /** Put a renewed token in place in a running sandbox's egress gateway: its tmpfs, over an exec's stdin (gateway.ts --secret). */
 export async function deliverToGateway(engine: Engine, sandbox: string, token: string): Promise<void> {
   const gateway = Names.gateway(sandbox)
-  const r = await engine.containers.exec(gateway, gatewayCommand('--secret', GHAPP_SECRET), {stdin: token})
+  const r = await engine.containers.exec(gateway, gatewayCommand(['--secret', GHAPP_SECRET]), {stdin: token})
   if (r.exitCode !== 0) {
     const why = r.stderr.trim().split('\n').pop()?.replace(/^egress-gateway: /, '') || `exit ${r.exitCode}`
     throw new GithubAppError(`cannot hand the new token to the egress gateway ${gateway}: ${why}`, {hint: `restart the sandbox: agent-sandbox start`})

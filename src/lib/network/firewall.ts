@@ -468,7 +468,7 @@ function writeSave(plan: SavePlan): {path: string; added: string[]} {
 /** Add domains to the running gateway's own allowlist (it decides by name; the firewall only by address). */
 export async function gatewayAllow(ctx: Context, sandboxName: string, domains: string[]): Promise<void> {
   const name = Names.gateway(sandboxName)
-  const r = await ctx.engine.containers.exec(name, gatewayCommand('--allow', ...domains)).catch((error: unknown) => ({exitCode: -1, stdout: '', stderr: String(error)}))
+  const r = await ctx.engine.containers.exec(name, gatewayCommand(['--allow', ...domains])).catch((error: unknown) => ({exitCode: -1, stdout: '', stderr: String(error)}))
   if (r.exitCode !== 0) {
     throw new SandboxError(`the firewall allows ${domains.join(', ')}, but the egress gateway ${name} could not be told (exit ${r.exitCode}): ${lastLine(r.stderr) || 'no message'}`, {
       hint: 'web requests to them are refused until the gateway is restarted: agent-sandbox start',
@@ -479,7 +479,7 @@ export async function gatewayAllow(ctx: Context, sandboxName: string, domains: s
 /** An httpRule for the running gateway (gateway.ts --rule): in force for the next request, no restart. */
 export async function gatewayAddRule(ctx: Context, sandboxName: string, rule: HttpRule): Promise<void> {
   const name = Names.gateway(sandboxName)
-  const r = await ctx.engine.containers.exec(name, gatewayCommand('--rule', JSON.stringify(rule))).catch((error: unknown) => ({exitCode: -1, stdout: '', stderr: String(error)}))
+  const r = await ctx.engine.containers.exec(name, gatewayCommand(['--rule', JSON.stringify(rule)])).catch((error: unknown) => ({exitCode: -1, stdout: '', stderr: String(error)}))
   if (r.exitCode !== 0) {
     throw new SandboxError(`the egress gateway ${name} could not take the rule for ${rule.host} (exit ${r.exitCode}): ${lastLine(r.stderr) || 'no message'}`, {
       hint: 'check that it runs (agent-sandbox firewall status); agent-sandbox start makes it anew',
@@ -496,7 +496,7 @@ export interface GatewayDescription {
 
 export async function describeGateway(ctx: Context, sandboxName: string): Promise<GatewayDescription> {
   const name = Names.gateway(sandboxName)
-  const r = await ctx.engine.containers.exec(name, gatewayCommand('--describe')).catch((error: unknown) => ({exitCode: -1, stdout: '', stderr: String(error)}))
+  const r = await ctx.engine.containers.exec(name, gatewayCommand(['--describe'])).catch((error: unknown) => ({exitCode: -1, stdout: '', stderr: String(error)}))
   try {
     if (r.exitCode === 0) return JSON.parse(r.stdout) as GatewayDescription
   } catch {

@@ -569,9 +569,10 @@ export function buildGatewaySpec(ws: Workspace, sandbox: SandboxSpec, options: {
     user: `${uid}:${uid}`,
     workdir: GATEWAY_DEFAULTS.stateDir,
     pids: 256,
-    // The launcher as the entrypoint, the rest as the command: `docker run --entrypoint` takes one word (show-run prints this).
-    entrypoint: gatewayCommand().slice(0, 1),
-    cmd: gatewayCommand().slice(1),
+    // The program's first word as the entrypoint, the rest as the command: `docker run --entrypoint` takes one word
+    // (show-run prints this). A run's gateway, whose start every run waits for, boots from the snapshot.
+    entrypoint: gatewayCommand([], {snapshot: options.oneShot === true}).slice(0, 1),
+    cmd: gatewayCommand([], {snapshot: options.oneShot === true}).slice(1),
   })
 }
 

@@ -21,11 +21,17 @@ export const SECRETS_FILE = 'secrets.json'
 /**
  * The gateway's program as a command, with `args` after it: in its container
  * (spec.ts buildGatewaySpec) and in the execs that talk to it (firewall allow,
- * its rules, the App token). node-boot (base-image/node-boot.sh) starts node
- * from the image's snapshot of node's bootstrap, made with these very flags;
- * an image from before node-boot starts node plainly.
+ * its rules, the App token). With `snapshot` (the default) node-boot
+ * (base-image/node-boot.sh) starts node from the image's snapshot of node's
+ * bootstrap, made with these very flags, where the image has it (an image from
+ * an older base starts node plainly): about 0.2 s less per start, for ~2.5 MiB
+ * more resident memory (node keeps the snapshot's bytes). So it is for what
+ * someone waits for and what lives briefly (a run's gateway, the execs); a
+ * sandbox's gateway, which lives as long as the sandbox, starts plainly
+ * (docs/PERFORMANCE.md).
  */
-export function gatewayCommand(...args: string[]): string[] {
-  return ['/bin/sh', '-c', GATEWAY_LAUNCH, 'egress-gateway', ...GATEWAY_DEFAULTS.nodeFlags, GATEWAY_DEFAULTS.program, ...args]
+export function gatewayCommand(args: readonly string[] = [], options: {snapshot?: boolean} = {}): string[] {
+  const node = [...GATEWAY_DEFAULTS.nodeFlags, GATEWAY_DEFAULTS.program, ...args]
+  return options.snapshot === false ? ['/usr/bin/node', ...node] : ['/bin/sh', '-c', GATEWAY_LAUNCH, 'egress-gateway', ...node]
 }
 const GATEWAY_LAUNCH = '[ -x /usr/local/bin/node-boot ] && exec /usr/local/bin/node-boot "$@"; exec /usr/bin/node "$@"'
