@@ -11,7 +11,7 @@
  * every CA it made (docs/PERFORMANCE.md); node's OpenSSL makes the keys and
  * signatures either way.
  */
-import {createHash, createPrivateKey, generateKeyPairSync, randomBytes, sign, X509Certificate} from 'node:crypto'
+import {createHash, createPrivateKey, generateKeyPairSync, randomBytes, sign, X509Certificate, type KeyObject} from 'node:crypto'
 
 export interface CaPair {
   /** The CA certificate (PEM): public, trusted inside the sandbox. */
@@ -96,8 +96,24 @@ function keyIdentifier(spki: Buffer): Buffer {
   return createHash('sha1').update(spki.subarray(key.body + 1, key.end)).digest()
 }
 
-/** A positive serial of 16 random bytes (RFC 5280: at most 20 octets). */
-const serial = () => integer(Buffer.concat([Buffer.from([0x40]), randomBytes(15)]))
+/**
+ * A v3 certificate (DER), signed with ECDSA/SHA-256 by `key`: a positive
+ * serial of 16 random bytes (RFC 5280: at most 20 octets), the names and the
+ * public key as DER, the validity as two dates, and the extensions.
+ */
+function certificate(c: {issuer: Buffer; subject: Buffer; from: Date; until: Date; spki: Buffer; extensions: Buffer[]}, key: KeyObject): Buffer {
+  const tbs = seq(
+    explicit(0, integer(Buffer.from([2]))),
+    integer(Buffer.concat([Buffer.from([0x40]), randomBytes(15)])),
+    ECDSA_SHA256,
+    c.issuer,
+    seq(time(c.from), time(c.until)),
+    c.subject,
+    c.spki,
+    explicit(3, seq(...c.extensions)),
+  )
+  return seq(tbs, ECDSA_SHA256, bits(sign('sha256', tbs, key)))
+}
 
 /**
  * A new CA for one sandbox: `CN=<commonName>, O=agent-sandbox`, valid from
@@ -109,26 +125,14 @@ export function createCa(commonName: string): CaPair {
   const spki = pair.publicKey.export({type: 'spki', format: 'der'})
   const name = seq(set(seq(oid('2.5.4.3'), tlv(0x0c, Buffer.from(commonName, 'utf8')))), set(seq(oid('2.5.4.10'), tlv(0x0c, Buffer.from('agent-sandbox', 'utf8')))))
   const now = Date.now()
-  const tbs = seq(
-    explicit(0, integer(Buffer.from([2]))),
-    serial(),
-    ECDSA_SHA256,
-    name,
-    seq(time(new Date(now - DAY)), time(new Date(now + 3650 * DAY))),
-    name,
-    spki,
-    explicit(
-      3,
-      seq(
-        // cA TRUE, pathLenConstraint 0.
-        extension('2.5.29.19', true, seq(bool(true), integer(Buffer.from([0])))),
-        // keyCertSign (bit 5) and cRLSign (bit 6): one byte, its last bit unused.
-        extension('2.5.29.15', true, tlv(0x03, Buffer.from([1, 0x06]))),
-        extension('2.5.29.14', false, octets(keyIdentifier(spki))),
-      ),
-    ),
-  )
-  const cert = seq(tbs, ECDSA_SHA256, bits(sign('sha256', tbs, pair.privateKey)))
+  const extensions = [
+    // cA TRUE, pathLenConstraint 0.
+    extension('2.5.29.19', true, seq(bool(true), integer(Buffer.from([0])))),
+    // keyCertSign (bit 5) and cRLSign (bit 6): one byte, its last bit unused.
+    extension('2.5.29.15', true, tlv(0x03, Buffer.from([1, 0x06]))),
+    extension('2.5.29.14', false, octets(keyIdentifier(spki))),
+  ]
+  const cert = certificate({issuer: name, subject: name, from: new Date(now - DAY), until: new Date(now + 3650 * DAY), spki, extensions}, pair.privateKey)
   return {cert: pem('CERTIFICATE', cert), key: pair.privateKey.export({type: 'pkcs8', format: 'pem'}).toString()}
 }
 
@@ -168,28 +172,17 @@ export function createLeafMinter(ca: CaPair): Minter {
   const cache = new Map<string, {cert: string; key: string}>()
   const mint = (host: string) => {
     const now = Date.now()
-    const tbs = seq(
-      explicit(0, integer(Buffer.from([2]))),
-      serial(),
-      ECDSA_SHA256,
-      issuer,
-      // Short-lived (clients cap leaf validity), backdated an hour for clock skew.
-      seq(time(new Date(now - HOUR)), time(new Date(now + 30 * DAY))),
-      seq(set(seq(oid('2.5.4.3'), tlv(0x0c, Buffer.from(host, 'utf8'))))),
-      spki,
-      explicit(
-        3,
-        seq(
-          extension('2.5.29.19', true, seq()),
-          // digitalSignature only: bit 0 of a one-byte string with 7 unused bits.
-          extension('2.5.29.15', true, tlv(0x03, Buffer.from([7, 0x80]))),
-          extension('2.5.29.37', false, seq(oid('1.3.6.1.5.5.7.3.1'))),
-          extension('2.5.29.17', false, seq(tlv(0x82, Buffer.from(host, 'latin1')))),
-          extension('2.5.29.35', false, seq(tlv(0x80, keyId))),
-        ),
-      ),
-    )
-    const cert = seq(tbs, ECDSA_SHA256, bits(sign('sha256', tbs, caKey)))
+    const extensions = [
+      extension('2.5.29.19', true, seq()),
+      // digitalSignature only: bit 0 of a one-byte string with 7 unused bits.
+      extension('2.5.29.15', true, tlv(0x03, Buffer.from([7, 0x80]))),
+      extension('2.5.29.37', false, seq(oid('1.3.6.1.5.5.7.3.1'))),
+      extension('2.5.29.17', false, seq(tlv(0x82, Buffer.from(host, 'latin1')))),
+      extension('2.5.29.35', false, seq(tlv(0x80, keyId))),
+    ]
+    const subject = seq(set(seq(oid('2.5.4.3'), tlv(0x0c, Buffer.from(host, 'utf8')))))
+    // Short-lived (clients cap leaf validity), backdated an hour for clock skew.
+    const cert = certificate({issuer, subject, from: new Date(now - HOUR), until: new Date(now + 30 * DAY), spki, extensions}, caKey)
     return {cert: `${pem('CERTIFICATE', cert)}\n${ca.cert}`, key: leafKey}
   }
   return {
