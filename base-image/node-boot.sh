@@ -16,7 +16,9 @@
 # The record, BLOB.id, is one line: "IDENTITY -- FLAGS...". IDENTITY is
 # "PATH:SIZE:MTIME" of the node binary and of the libnode it is linked with
 # (Debian's node is a small binary over libnode.so; symbolic links followed),
-# FLAGS the V8 flags. The flags match when ARGS begins with them.
+# FLAGS the V8 flags. The flags match when ARGS are exactly them, then the
+# program (or -e/-p and a script): any other option, or NODE_OPTIONS, could
+# change V8's configuration, on which node would exit 14.
 set -eu
 
 blob=${NODE_BOOT_BLOB:-/usr/local/lib/agent-sandbox/node-boot.blob}
@@ -37,6 +39,7 @@ identity() {
 
 fits() {
   [ -r "$blob" ] && [ -r "$blob.id" ] || return 1
+  [ -z "${NODE_OPTIONS:-}" ] || return 1
   IFS= read -r record < "$blob.id" || [ -n "${record:-}" ] || return 1
   id=$(identity 2> /dev/null) || return 1
   case "$record" in
@@ -44,11 +47,22 @@ fits() {
     "$id -- "*) flags=${record#"$id -- "} ;;
     *) return 1 ;;
   esac
-  [ -z "$flags" ] && return 0
-  case "$* " in
-    "$flags "*) return 0 ;;
+  # Each recorded flag, in order, at the front of ARGS (word by word: flags hold no spaces).
+  set -f
+  for flag in $flags; do
+    if [ "${1:-}" != "$flag" ]; then
+      set +f
+      return 1
+    fi
+    shift
+  done
+  set +f
+  # Then the program, or a script to evaluate: nothing else that could be a V8 option.
+  case "${1:-}" in
+    -e | -p | --eval | --print) return 0 ;;
+    "" | -*) return 1 ;;
   esac
-  return 1
+  return 0
 }
 
 if [ "${1:-}" = --build ]; then
@@ -61,7 +75,7 @@ if [ "${1:-}" = --build ]; then
   printf '%s --%s\n' "$(identity)" "${*:+ $*}" > "$blob.id"
   chmod 0644 "$blob" "$blob.id"
   # The proof that it fits and loads: the image build fails here rather than every gateway later.
-  fits "$@" || { echo "node-boot: the snapshot just made does not match its record in $blob.id" >&2; exit 1; }
+  fits "$@" -e '' || { echo "node-boot: the snapshot just made does not match its record in $blob.id" >&2; exit 1; }
   exec "$node" --snapshot-blob "$blob" "$@" -e ''
 fi
 

@@ -83,11 +83,40 @@ args() {
   assert_equal "$(args)" "--no-optimize /prog.cjs "
 }
 
-@test "a snapshot made without flags fits a start without flags only in front" {
+@test "a snapshot made without flags fits a start without flags only" {
   record
   run sh "$SCRIPT" /prog.cjs
   assert_success
   assert_equal "$(args)" "--snapshot-blob $NODE_BOOT_BLOB /prog.cjs "
+  run sh "$SCRIPT" --no-opt /prog.cjs
+  assert_equal "$(args)" "--no-opt /prog.cjs "
+}
+
+@test "the recorded flags and then one more (a newer CLI's flag on an older image): a plain start" {
+  record "${FLAGS[@]}"
+  run sh "$SCRIPT" "${FLAGS[@]}" --stack-size=900 /prog.cjs
+  assert_success
+  assert_equal "$(args)" "${FLAGS[*]} --stack-size=900 /prog.cjs "
+  # The flags alone, nothing to run: plain too (node says what is missing).
+  run sh "$SCRIPT" "${FLAGS[@]}"
+  assert_equal "$(args)" "${FLAGS[*]} "
+}
+
+@test "a script to evaluate after the flags (-e, -p) fits" {
+  record "${FLAGS[@]}"
+  run sh "$SCRIPT" "${FLAGS[@]}" -p '1 + 1'
+  assert_success
+  assert_equal "$(args)" "--snapshot-blob $NODE_BOOT_BLOB ${FLAGS[*]} -p 1 + 1 "
+}
+
+@test "NODE_OPTIONS set (an image's ENV: V8 would read its flags too): a plain start" {
+  record "${FLAGS[@]}"
+  NODE_OPTIONS=--max-old-space-size=4096 run sh "$SCRIPT" "${FLAGS[@]}" /prog.cjs
+  assert_success
+  assert_equal "$(args)" "${FLAGS[*]} /prog.cjs "
+  # The control: empty is as unset.
+  NODE_OPTIONS= run sh "$SCRIPT" "${FLAGS[@]}" /prog.cjs
+  assert_equal "$(args)" "--snapshot-blob $NODE_BOOT_BLOB ${FLAGS[*]} /prog.cjs "
 }
 
 @test "no snapshot, no record, or an empty record (an image from before it, a failed build): a plain start" {

@@ -358,6 +358,18 @@ describe('interception of hosts with httpRules', () => {
       must(await docker('tag', original, image), 'restore the image')
       await docker('rmi', changed)
     }
+    // A workspace image with NODE_OPTIONS in its environment (V8 would refuse the snapshot): the gateway's node ignores it.
+    writeFileSync(join(dir, 'Dockerfile'), `FROM ${original}\nENV NODE_OPTIONS=--max-old-space-size=4096\n`)
+    const optioned = must(await docker('build', '-q', '-t', image, dir), 'an image with NODE_OPTIONS').stdout.trim()
+    try {
+      expect(await boot(optioned)).toBe('--max-semi-space-size=1 --no-opt --optimize-for-size') // node-boot alone would not use it
+      const r = await cli(['run', ws, '--', 'printenv', 'NODE_OPTIONS'], {env: RUN_ENV})
+      expect(r.exitCode, r.stderr).toBe(0)
+      expect(r.stdout.trim()).toBe('--max-old-space-size=4096') // the run's own command keeps the image's
+    } finally {
+      must(await docker('tag', original, image), 'restore the image')
+      await docker('rmi', optioned)
+    }
   })
 
   it('the default npm rule: the registry is read-only, intercepted, and a publish (PUT) never reaches it', async () => {

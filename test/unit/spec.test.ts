@@ -140,10 +140,11 @@ describe('the egress gateway', () => {
     expect(shown.split(' && ')[1]).toContain(` --network container:${sandbox.name} `)
   })
 
-  it('starts the gateway without the image\'s NODE_EXTRA_CA_CERTS (it builds its own upstream trust); only a run\'s copies its log to stdout', () => {
+  it('starts the gateway without the image\'s NODE_EXTRA_CA_CERTS (it builds its own upstream trust) and NODE_OPTIONS; only a run\'s copies its log to stdout', () => {
     const value = (spec: {env: Array<{name: string; value: string}>}, name: string) => spec.env.find((e) => e.name === name)?.value
     const gw = buildGatewaySpec(ws, sandbox, {})
     expect(value(gw, 'NODE_EXTRA_CA_CERTS')).toBe('')
+    expect(value(gw, 'NODE_OPTIONS')).toBe('')
     expect(value(gw, 'AGENT_SANDBOX_GATEWAY_LOG_STDOUT')).toBeUndefined()
     expect(value(buildGatewaySpec(ws, sandbox, {oneShot: true}), 'AGENT_SANDBOX_GATEWAY_LOG_STDOUT')).toBe('1')
   })

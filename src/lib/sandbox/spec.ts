@@ -560,6 +560,9 @@ export function buildGatewaySpec(ws: Workspace, sandbox: SandboxSpec, options: {
     // The image sets it for every process; the gateway builds its own upstream trust (src/gateway.ts), and node
     // would parse the whole bundle again at every start (about 30 ms in the image's node).
     {name: 'NODE_EXTRA_CA_CERTS', value: '', secret: false},
+    // Its node's options are ours: an image's NODE_OPTIONS (a workspace Dockerfile's ENV) would change its
+    // memory, and would make node refuse the snapshot node-boot starts a run's gateway from (exit 14).
+    {name: 'NODE_OPTIONS', value: '', secret: false},
   ]
   return sidecarSpec(ws, sandbox, options, {
     name: Names.gateway(sandbox.name),
