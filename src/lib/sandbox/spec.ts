@@ -564,6 +564,7 @@ export function buildGatewaySpec(ws: Workspace, sandbox: SandboxSpec, options: {
     // memory, and would make node refuse the snapshot node-boot starts a run's gateway from (exit 14).
     {name: 'NODE_OPTIONS', value: '', secret: false},
   ]
+  const program = gatewayCommand([], {snapshot: options.oneShot === true})
   return sidecarSpec(ws, sandbox, options, {
     name: Names.gateway(sandbox.name),
     labels: {[Labels.kind]: 'gateway', [Labels.gatewayOf]: sandbox.name},
@@ -574,8 +575,8 @@ export function buildGatewaySpec(ws: Workspace, sandbox: SandboxSpec, options: {
     pids: 256,
     // The program's first word as the entrypoint, the rest as the command: `docker run --entrypoint` takes one word
     // (show-run prints this). A run's gateway, whose start every run waits for, boots from the snapshot.
-    entrypoint: gatewayCommand([], {snapshot: options.oneShot === true}).slice(0, 1),
-    cmd: gatewayCommand([], {snapshot: options.oneShot === true}).slice(1),
+    entrypoint: program.slice(0, 1),
+    cmd: program.slice(1),
   })
 }
 
