@@ -298,7 +298,7 @@ export const scenarios = [
     key: 'config',
     cheap: true,
     title: 'a command that reads the settings',
-    ours: '`agent-sandbox config --json` (zod, the layered settings, the trust store, hook detection)',
+    ours: '`agent-sandbox config --json` (the valibot schema, the layered settings, the trust store, hook detection)',
     base: "`node -e ''` (both without NODE_EXTRA_CA_CERTS)",
     target: 1.5,
     smoke: true,

@@ -10,8 +10,9 @@
 // (node's ESM loader resolving and linking each module), and one bundle of every
 // command costs a few ms more than a bundle of the command that runs. A process only
 // ever loads one command's bundle, so the library's classes (errors above all) exist
-// once in it. Packages stay outside, loaded when a command needs them, except zod:
-// node resolving its ~70 files costs more than `config`'s own work.
+// once in it. Packages stay outside, loaded when a command needs them, except valibot
+// and @noble/hashes: every command that reads settings or hashes a path needs them,
+// and node resolving a package's files costs more than the little of it we use.
 //
 // import.meta.url: CommonJS has none, so every use in a bundle becomes that file's own
 // URL. The one module that finds files from it (src/lib/util/assets.ts) looks upwards

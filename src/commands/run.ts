@@ -4,7 +4,7 @@ import {Flags} from '../cli/params.js'
 import {stdio} from '../cli/output.js'
 import {StreamRedactor} from '../cli/redact-stream.js'
 import {formatRequest} from '../lib/network/gateway/log.js'
-import {LimitsSchema, type NetworkMode} from '../lib/config/schema.js'
+import {checkLimits, type NetworkMode} from '../lib/config/schema.js'
 import {ExitCode, UsageError} from '../lib/errors.js'
 import {parseDuration} from '../lib/sandbox/ephemeral.js'
 import {runOneShot} from '../lib/sandbox/runner.js'
@@ -46,8 +46,8 @@ export default class Run extends Command {
     }
     const limits = limitsFrom(flags)
     const shape = shapeFlags(flags)
-    const checked = LimitsSchema.safeParse(limits ?? {})
-    if (!checked.success) throw new UsageError(`invalid limit: ${checked.error.issues[0].path.join('.')}: ${checked.error.issues[0].message}`, {hint: 'e.g. --memory 512m --cpus 1.5 --pids-limit 256'})
+    const checked = checkLimits(limits ?? {})
+    if (!checked.success) throw new UsageError(`invalid limit: ${checked.issue.field}: ${checked.issue.message}`, {hint: 'e.g. --memory 512m --cpus 1.5 --pids-limit 256'})
     for (const name of flags.env ?? []) {
       if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new UsageError(`--env takes a variable name, not ${JSON.stringify(name)}`, {hint: 'export NAME=value, then pass --env NAME'})
       if (process.env[name] === undefined) throw new UsageError(`--env ${name}: ${name} is not set in this environment`, {hint: `export ${name} first`})

@@ -88,7 +88,7 @@ describe('start-up', () => {
     expect(r.modules.filter((m) => m.includes('/node_modules/'))).toEqual([])
   })
 
-  it('config and stop run without oclif and load no package (zod is in the bundle)', async () => {
+  it('config and stop run without oclif and load no package (the schema library is in the bundle)', async () => {
     const config = await loaded(['config', '--json'])
     expect(config.exitCode).toBe(0)
     expect(JSON.parse(config.stdout).settings.baseTag).toBe('latest')
@@ -106,7 +106,7 @@ describe('start-up', () => {
   })
 
   // The commands run most often.
-  it('a warm exec loads no package (not even zod, for the lifecycle module), a no-op build and a run no oclif', async () => {
+  it('a warm exec loads no package (not even the schema library, for the lifecycle module), a no-op build and a run no oclif', async () => {
     const ws = await makeWorkspace('fastpath')
     try {
       expect((await cli(['init', ws])).exitCode).toBe(0)
@@ -120,7 +120,7 @@ describe('start-up', () => {
       expect(build.exitCode).toBe(0)
       expect(build.stdout).toMatch(/^agent-sandbox-fastpath-[0-9a-f]{32}:latest$/)
       expect(build.modules.filter((m) => HEAVY.test(m) || OCLIF.test(m))).toEqual([])
-      // A one-shot run too (its settings need zod, but not oclif).
+      // A one-shot run too (its settings need the schema, but not oclif).
       const oneShot = await loaded(['run', ws, '--', 'sh', '-c', 'echo once; exit 4'])
       expect(oneShot.stdout).toBe('once')
       expect(oneShot.exitCode).toBe(4)

@@ -70,6 +70,12 @@ describe('parseConfigText', () => {
     [{protectedPaths: ['a/../../b']}, 'protectedPaths.0'],
     [{protectedPaths: ['/etc/passwd']}, 'protectedPaths.0'],
     [{baseTag: 'bad tag'}, 'baseTag'],
+    [{limits: []}, 'limits'],
+    [{env: ['A']}, 'env'],
+    [[1], '(top level)'],
+    [null, '(top level)'],
+    [{httpRules: [{methods: ['GET']}]}, 'httpRules.0.host'],
+    [{secretEnv: [{name: 'X', hosts: ['a b']}]}, 'secretEnv.0.hosts.0'],
   ])('names the file and field for %j', (value, field) => {
     const error = configError(() => parseConfigText(JSON.stringify(value), FILE))
     expect(error.message).toContain(FILE)
@@ -82,6 +88,23 @@ describe('parseConfigText', () => {
     expect(error.message).toMatch(/unknown field "netwrok"/)
     const nested = configError(() => parseConfigText(JSON.stringify({limits: {cpu: 1}}), FILE))
     expect(nested.message).toMatch(/field "limits".*unknown field "cpu"/)
+  })
+
+  it('says what a value of the wrong type or a missing one should be, in one line', () => {
+    const message = (value: unknown) => configError(() => parseConfigText(JSON.stringify(value), FILE)).message
+    expect(message({limits: {cpus: '2'}})).toBe(`${FILE}: field "limits.cpus": must be a number, not "2"`)
+    expect(message({network: 'wide'})).toBe(`${FILE}: field "network": must be one of "firewall", "none", "open", not "wide"`)
+    expect(message({sharedAgentConfig: null})).toBe(`${FILE}: field "sharedAgentConfig": must be true or false, not null`)
+    expect(message({github: {appId: true}})).toBe(`${FILE}: field "github.appId": must be a number or a string, not true`)
+    expect(message({limits: []})).toBe(`${FILE}: field "limits": must be an object, not a list`)
+    expect(message({httpRules: [{methods: ['GET']}]})).toBe(`${FILE}: field "httpRules.0.host": is required`)
+    expect(message({secretEnv: [{name: 'X'}]})).toMatch(/field "secretEnv\.0": must be a variable name, or \{"name"/)
+    expect(message({limits: {pids: 1.5}})).toBe(`${FILE}: field "limits.pids": must be a whole number`)
+  })
+
+  it('keeps what a file holds: no field it did not have, methods upper-cased', () => {
+    expect(parseConfigText('{"limits": {"cpus": 2}}', FILE)).toEqual({limits: {cpus: 2}})
+    expect(parseConfigText('{"httpRules": [{"host": "api.example.com", "methods": ["get"]}]}', FILE)).toEqual({httpRules: [{host: 'api.example.com', methods: ['GET']}]})
   })
 
   it('explains what a bad value should look like', () => {

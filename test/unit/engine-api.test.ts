@@ -53,6 +53,13 @@ beforeAll(async () => {
     seen.push({method: req.method ?? '', url: req.url ?? '', body: text})
     const url = req.url ?? ''
     if (url === '/hang') return
+    if (url === '/cut-body') {
+      // Half of the promised body, then the connection goes.
+      res.writeHead(200, {'Content-Type': 'application/json', 'Content-Length': '100'})
+      res.write('{"Id": "ab')
+      setTimeout(() => res.socket?.destroy(), 20)
+      return
+    }
     if (url === '/slow') return void setTimeout(() => json(res, 200, {late: true}), 600)
     if (url === '/containers/missing/json') return json(res, 404, {message: 'No such container: missing'})
     if (url === '/containers/box/json') return json(res, 200, {Id: 'abc', Name: '/box', Config: {Image: 'img', Labels: {a: 'b'}}, Image: 'sha', State: {Running: true, Status: 'running'}, HostConfig: {}, Mounts: []})
@@ -112,7 +119,10 @@ const api = () => new EngineApi({kind: 'socket', socketPath, dockerHost: `unix:/
 
 describe('EngineApi', () => {
   it('encodes a query, leaving out undefined values', () => {
-    expect(queryString({all: true, t: 3, name: 'a b', skip: undefined})).toBe('?all=true&t=3&name=a+b')
+    expect(queryString({all: true, t: 3, name: 'a b', skip: undefined})).toBe('?all=true&t=3&name=a%20b')
+    // Filters are JSON: every character that means something in a query is escaped, and the engine reads it back whole.
+    const filters = JSON.stringify({label: ['a=b&c', 'd+e'], name: ['x y#']})
+    expect(new URLSearchParams(queryString({filters}).slice(1)).get('filters')).toBe(filters)
     expect(queryString({})).toBe('')
   })
 
@@ -144,6 +154,16 @@ describe('EngineApi', () => {
     expect((error as EngineError).kind).toBe('socket-not-found')
     expect((error as EngineError).exitCode).toBe(3)
     expect(((error as Error).cause as {code?: string}).code).toBe('ENOENT')
+  })
+
+  it('rejects a body cut off before its end as an EngineError, never as the part that came', async () => {
+    const error = await api()
+      .json('GET', '/cut-body')
+      .catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(EngineError)
+    expect((error as EngineError).exitCode).toBe(3)
+    // The control: a whole body of the same call shape parses.
+    expect(await api().json('GET', '/containers/box/json')).toMatchObject({Id: 'abc'})
   })
 
   it('times out a call the engine never answers, and leaves a call without a limit (wait) alone', async () => {

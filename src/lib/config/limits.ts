@@ -1,6 +1,6 @@
 /**
- * Sizes and the engine's smallest limits, without zod: the spec (and so every
- * warm exec) needs them, and loading zod costs start-up time (docs/PERFORMANCE.md).
+ * Sizes and the engine's smallest limits, without the schema library: the spec (and so every
+ * warm exec) needs them, and loading it costs start-up time (docs/PERFORMANCE.md).
  */
 
 /** `4g`, `512m`, `1024` (bytes) to bytes. */

@@ -13,11 +13,10 @@
 import {readFileSync} from 'node:fs'
 import {homedir} from 'node:os'
 import {join} from 'node:path'
-import type {ZodError} from 'zod'
 import {ConfigError} from '../errors.js'
 import {mergeHttpRules} from '../network/gateway/rules.js'
 import {secretName} from '../network/gateway/secrets.js'
-import {ConfigFileSchema, DEFAULTS, type ConfigFile, type Settings} from './schema.js'
+import {checkConfigFile, DEFAULTS, type ConfigFile, type ConfigIssue, type Settings} from './schema.js'
 import {assertRegularAgentSandbox, configTrust, refusalError, type ConfigTrust} from './trust.js'
 import {workspaceGithubRules} from '../github/remotes.js'
 
@@ -68,17 +67,13 @@ export function parseConfigText(text: string, path: string): ConfigFile {
       hint: 'fix the JSON syntax (a trailing comma or a missing quote is the usual cause)',
     })
   }
-  const parsed = ConfigFileSchema.safeParse(json)
-  if (!parsed.success) throw configErrorFrom(parsed.error, path)
+  const parsed = checkConfigFile(json)
+  if (!parsed.success) throw configErrorFrom(parsed.issue, path)
   return parsed.data
 }
 
-function configErrorFrom(error: ZodError, path: string): ConfigError {
-  const issue = error.issues[0]
-  const field = issue.path.length ? issue.path.join('.') : '(top level)'
-  let message = issue.message
-  if (issue.code === 'unrecognized_keys') message = `unknown field${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}`
-  return new ConfigError(`${path}: field "${field}": ${message}`, {hint: 'see docs/configuration.md for the fields and their types'})
+function configErrorFrom(issue: ConfigIssue, path: string): ConfigError {
+  return new ConfigError(`${path}: field "${issue.field || '(top level)'}": ${issue.message}`, {hint: 'see docs/configuration.md for the fields and their types'})
 }
 
 /** Settings from AGENT_SANDBOX_* variables, validated like a config file. */
@@ -114,8 +109,8 @@ export function envLayer(env: NodeJS.ProcessEnv): ConfigFile {
   if (env.AGENT_SANDBOX_PROTECT_HOOK_CONFIG) raw.protectHookConfig = !/^(0|false|no)$/i.test(env.AGENT_SANDBOX_PROTECT_HOOK_CONFIG)
   if (env.AGENT_SANDBOX_SHARED_AGENT_CONFIG) raw.sharedAgentConfig = !/^(0|false|no)$/i.test(env.AGENT_SANDBOX_SHARED_AGENT_CONFIG)
   if (env.AGENT_SANDBOX_NESTED_CONTAINERS) raw.nestedContainers = !/^(0|false|no)$/i.test(env.AGENT_SANDBOX_NESTED_CONTAINERS)
-  const parsed = ConfigFileSchema.safeParse(raw)
-  if (!parsed.success) throw configErrorFrom(parsed.error, 'environment (AGENT_SANDBOX_*)')
+  const parsed = checkConfigFile(raw)
+  if (!parsed.success) throw configErrorFrom(parsed.issue, 'environment (AGENT_SANDBOX_*)')
   return parsed.data
 }
 

@@ -6,7 +6,7 @@
  */
 import {chmodSync, chownSync, existsSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync} from 'node:fs'
 import {dirname, join, resolve} from 'node:path'
-import {ConfigFileSchema, DomainSchema, type NetworkMode} from '../config/schema.js'
+import {checkConfigFile, isDomain, type NetworkMode} from '../config/schema.js'
 import {loadSettings, parseConfigText, readConfigFile, userConfigPath, workspaceConfigPath} from '../config/load.js'
 import {carryConfigApproval, configTrust, lowerSettings} from '../config/trust.js'
 import type {ContainerInfo} from '../engine/index.js'
@@ -255,7 +255,7 @@ export function table(rows: string[][]): string[] {
 export function validateDomains(domains: string[]): string[] {
   if (domains.length === 0) throw new UsageError('no domain given', {hint: 'e.g. agent-sandbox firewall allow api.example.com'})
   // Like the in-sandbox check: an all-digit last label would be an IP address, not a name.
-  const bad = domains.filter((d) => !DomainSchema.safeParse(d).success || /^\d+$/.test(d.split('.').pop() ?? ''))
+  const bad = domains.filter((d) => !isDomain(d) || /^\d+$/.test(d.split('.').pop() ?? ''))
   if (bad.length) {
     throw new UsageError(`not a valid domain: ${bad.map((d) => JSON.stringify(d)).join(', ')}`, {
       hint: 'give host names such as api.example.com, or *.example.com for its subdomains (no scheme, port, path or IP address)',
@@ -435,9 +435,9 @@ function planSave(path: string, domains: string[], rules: HttpRule[], env: NodeJ
   const httpRules = rules.reduce<HttpRule[]>((layer, rule) => layerWithRule(layer, lower, rule), fileRules)
   const newRules = rules.filter((r) => !fileRules.some((f) => JSON.stringify(f) === JSON.stringify(r)))
   if (newRules.length) next = {...next, httpRules}
-  const checked = ConfigFileSchema.safeParse(next)
+  const checked = checkConfigFile(next)
   if (!checked.success) {
-    throw new ConfigError(`${path}: adding ${[...added, ...newRules.map((r) => r.host)].join(', ')} would make it invalid: ${checked.error.issues[0]?.message}`, {hint: 'fix the file by hand'})
+    throw new ConfigError(`${path}: adding ${[...added, ...newRules.map((r) => r.host)].join(', ')} would make it invalid: ${checked.issue.message}`, {hint: 'fix the file by hand'})
   }
   return {path, text: `${JSON.stringify(next, null, 2)}\n`, before: text, added, rules: newRules, existed: text !== undefined}
 }

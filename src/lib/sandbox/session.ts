@@ -59,7 +59,7 @@ export async function ensureRunning(ctx: Context, ws: Workspace, options: Omit<S
     }
     return name
   }
-  // Only now the lifecycle module (settings, zod, images, shelf): a warm exec needs one inspect and nothing else.
+  // Only now the lifecycle module (settings, the schema, images, shelf): a warm exec needs one inspect and nothing else.
   const {startSandbox} = await import('./lifecycle.js')
   await startSandbox(ctx, ws, options)
   return name

@@ -1,6 +1,6 @@
 /**
  * `stop`: the sandbox and its push gate, without the lifecycle module (settings,
- * zod, the spec): stopping needs the engine and the names, nothing else.
+ * the schema, the spec): stopping needs the engine and the names, nothing else.
  */
 import type {Engine} from '../engine/index.js'
 import {Names, type Workspace} from '../workspace.js'
