@@ -102,6 +102,13 @@ describe('parseConfigText', () => {
     expect(message({limits: {pids: 1.5}})).toBe(`${FILE}: field "limits.pids": must be a whole number`)
   })
 
+  it('refuses an env name it could not keep, rather than dropping it', () => {
+    for (const name of ['__proto__', 'constructor', 'prototype']) {
+      expect(configError(() => parseConfigText(`{"env": {"A": "1", "${name}": "x"}}`, FILE)).message).toContain('field "env": must not name __proto__, constructor or prototype')
+    }
+    expect(parseConfigText('{"env": {"A": "1", "Constructor": "x"}}', FILE)).toEqual({env: {A: '1', Constructor: 'x'}})
+  })
+
   it('keeps what a file holds: no field it did not have, methods upper-cased', () => {
     expect(parseConfigText('{"limits": {"cpus": 2}}', FILE)).toEqual({limits: {cpus: 2}})
     expect(parseConfigText('{"httpRules": [{"host": "api.example.com", "methods": ["get"]}]}', FILE)).toEqual({httpRules: [{host: 'api.example.com', methods: ['GET']}]})

@@ -22,6 +22,12 @@ const notList = <S extends v.GenericSchema>(schema: S) => v.pipe(v.custom<unknow
 const object = <E extends v.ObjectEntries>(entries: E) => notList(v.strictObject(entries))
 
 const envName = text(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be a valid environment variable name')
+/** valibot's record leaves these keys out of what it returns: refused instead, so that nothing is dropped without a word. */
+const DROPPED_KEYS = ['__proto__', 'constructor', 'prototype']
+const envRecord = v.pipe(
+  v.custom<unknown>((x) => !(x && typeof x === 'object' && DROPPED_KEYS.some((k) => Object.hasOwn(x, k))), 'must not name __proto__, constructor or prototype'),
+  notList(v.record(envName, v.string())),
+)
 const domain = text(
   /^(\*\.)?([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)*[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/,
   'must be a host name such as example.com or *.example.com',
@@ -103,7 +109,7 @@ const ConfigFileSchema = object({
   protectedPaths: v.optional(v.array(relPath)),
   /** Detect the repository's hook frameworks and mount their configuration read-only (src/lib/git/hook-config.ts). */
   protectHookConfig: v.optional(v.boolean()),
-  env: v.optional(notList(v.record(envName, v.string()))),
+  env: v.optional(envRecord),
   /** A name passes the host's value in as is; `{name, hosts}` masks it: a surrogate inside, the value only at those hosts (the egress gateway). */
   secretEnv: v.optional(
     v.array(
