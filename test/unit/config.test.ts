@@ -13,7 +13,7 @@ import {
   workspaceConfigPath,
   type Source,
 } from '../../src/lib/config/load.js'
-import {DEFAULTS, type ConfigFile} from '../../src/lib/config/schema.js'
+import {checkConfigFile, DEFAULTS, type ConfigFile} from '../../src/lib/config/schema.js'
 
 const FILE = '/ws/.agent-sandbox/config.json'
 
@@ -98,7 +98,10 @@ describe('parseConfigText', () => {
     expect(message({github: {appId: true}})).toBe(`${FILE}: field "github.appId": must be a number or a string, not true`)
     expect(message({limits: []})).toBe(`${FILE}: field "limits": must be an object, not a list`)
     expect(message({httpRules: [{methods: ['GET']}]})).toBe(`${FILE}: field "httpRules.0.host": is required`)
-    expect(message({secretEnv: [{name: 'X'}]})).toMatch(/field "secretEnv\.0": must be a variable name, or \{"name"/)
+    expect(message({secretEnv: [{name: 'X'}]})).toBe(`${FILE}: field "secretEnv.0.hosts": is required`)
+    expect(message({secretEnv: [{name: 'X', hosts: ['x.com'], extra: 1}]})).toBe(`${FILE}: field "secretEnv.0": unknown field "extra"`)
+    expect(message({secretEnv: [1]})).toMatch(/field "secretEnv\.0": must be a variable name, or \{"name"/)
+    expect(message({github: {appId: [1]}})).toBe(`${FILE}: field "github.appId": must be a number or a string, not a list`)
     expect(message({limits: {pids: 1.5}})).toBe(`${FILE}: field "limits.pids": must be a whole number`)
   })
 
@@ -107,6 +110,14 @@ describe('parseConfigText', () => {
       expect(configError(() => parseConfigText(`{"env": {"A": "1", "${name}": "x"}}`, FILE)).message).toContain('field "env": must not name __proto__, constructor or prototype')
     }
     expect(parseConfigText('{"env": {"A": "1", "Constructor": "x"}}', FILE)).toEqual({env: {A: '1', Constructor: 'x'}})
+  })
+
+  it('judges a URL the same on the first check and the ten-thousandth (node 20\'s URL.canParse does not, once optimised)', () => {
+    const verdicts = new Set<string>()
+    for (let i = 0; i < 10_000; i++) {
+      verdicts.add(`${checkConfigFile({github: {apiUrl: 'https://bücher.example'}}).success} ${checkConfigFile({github: {apiUrl: 'https://\u00c3\u0080.com'}}).success}`)
+    }
+    expect([...verdicts]).toEqual(['true false'])
   })
 
   it('keeps what a file holds: no field it did not have, methods upper-cased', () => {

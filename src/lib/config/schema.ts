@@ -84,9 +84,18 @@ const LimitsSchema = object({
   pids: v.optional(v.pipe(v.number(), whole, atLeast(16), atMost(4_194_304))),
 })
 
+const parsesAsUrl = (u: string) => {
+  // new URL(), not valibot's url(): on node 20 URL.canParse answers wrongly for some
+  // Latin-1 strings once V8 has optimised its caller (a process checking many files).
+  try {
+    return Boolean(new URL(u))
+  } catch {
+    return false
+  }
+}
 const httpUrl = v.pipe(
   v.string(),
-  v.url('must be a URL such as https://api.github.com'),
+  v.check(parsesAsUrl, 'must be a URL such as https://api.github.com'),
   v.check((u) => /^https?:\/\//i.test(u), 'must start with https:// (or http:// for a local stand-in)'),
 )
 const positiveWhole = v.pipe(v.number(), whole, atLeast(1))
@@ -103,6 +112,12 @@ const GithubSchema = object({
   refreshMarginSeconds: v.optional(v.pipe(v.number(), whole, atLeast(1), atMost(3000))),
 })
 
+/** A secretEnv entry that masks its value: a surrogate inside, the value only at these hosts. */
+const MaskedSecretSchema = v.pipe(
+  v.custom<unknown>((x) => Boolean(x) && typeof x === 'object', 'must be a variable name, or {"name": "VAR", "hosts": ["api.example.com"]}'),
+  object({name: envName, hosts: v.pipe(v.array(domain), nonEmpty<string[]>())}),
+)
+
 const ConfigFileSchema = object({
   $schema: v.optional(v.string()),
   baseTag: v.optional(text(/^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/, 'must be a valid image tag')),
@@ -111,14 +126,7 @@ const ConfigFileSchema = object({
   protectHookConfig: v.optional(v.boolean()),
   env: v.optional(envRecord),
   /** A name passes the host's value in as is; `{name, hosts}` masks it: a surrogate inside, the value only at those hosts (the egress gateway). */
-  secretEnv: v.optional(
-    v.array(
-      v.union(
-        [envName, object({name: envName, hosts: v.pipe(v.array(domain), nonEmpty<string[]>())})],
-        'must be a variable name, or {"name": "VAR", "hosts": ["api.example.com"]}',
-      ),
-    ),
-  ),
+  secretEnv: v.optional(v.array(v.lazy((entry) => (typeof entry === 'string' ? envName : MaskedSecretSchema)))),
   ports: v.optional(v.array(port)),
   allowDomains: v.optional(v.array(domain)),
   /** Per-host method and path rules the egress gateway applies (trusted config only; per host, a higher layer replaces a lower one's). */
@@ -157,7 +165,7 @@ function defaultMessage(issue: v.BaseIssue<unknown>): string {
   const kinds: Record<string, string> = {string: 'a string', number: 'a number', boolean: 'true or false', Array: 'a list', Object: 'an object'}
   const options = (issue.expected ?? '').replace(/^\((.*)\)$/, '$1').split(' | ')
   const expected = options.every((o) => o.startsWith('"')) ? `one of ${options.join(', ')}` : options.map((o) => kinds[o] ?? o).join(' or ')
-  return `must be ${expected}, not ${issue.received}`
+  return `must be ${expected}, not ${kinds[issue.received] ?? issue.received}`
 }
 
 function check<S extends v.GenericSchema>(schema: S, value: unknown): Checked<v.InferOutput<S>> {
