@@ -246,6 +246,20 @@ describe('init and build', () => {
     const unknown = await cli(['config', ws])
     expect(unknown.exitCode).toBe(2)
     expect(unknown.stderr).toContain('"allowDomain"')
+    // JSON a schema library could take loosely: a list where an object goes, an env key it would drop.
+    for (const [text, message] of [
+      ['{"limits": []}', 'field "limits": must be an object, not a list'],
+      ['{"env": {"KEEP": "1", "__proto__": "x"}}', 'field "env": must not name __proto__, constructor or prototype'],
+      ['{"secretEnv": [{"name": "TOKEN", "hosts": ["api.example.com"], "host": "x"}]}', 'field "secretEnv.0": unknown field "host"'],
+    ]) {
+      writeFileSync(file, text)
+      const r = await cli(['start', ws])
+      expect(r.exitCode, text).toBe(2)
+      expect(r.stderr.trim().split('\n'), text).toHaveLength(1)
+      expect(r.stderr).toContain(`${file}: ${message}`)
+    }
+    // Nothing was made for the refused starts.
+    expect((await docker('ps', '-a', '--filter', `label=dev.agent-sandbox.workspace=${ws}`, '--format', '{{.Names}}')).stdout.trim()).toBe('')
   })
 
   it('config prints the effective settings and where each came from', async () => {
