@@ -24,7 +24,8 @@ import {
   type SpecOptions,
 } from '../../src/lib/sandbox/spec.js'
 import {heldSecrets} from '../../src/lib/sandbox/lifecycle.js'
-import {Labels, Names, describeWorkspace, md5, quoteArg, sanitizeBranch} from '../../src/lib/workspace.js'
+import {Labels, Names, describeWorkspace, md5, sanitizeBranch} from '../../src/lib/workspace.js'
+import {quoteArg} from '../../src/lib/util/shell-quote.js'
 
 const ws = describeWorkspace('/home/me/My Repo', 1000, 1001)
 const settings = (over: Partial<Settings> = {}): Settings => ({...structuredClone(DEFAULTS), ...over})

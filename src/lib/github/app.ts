@@ -33,7 +33,7 @@ export interface MintedToken {
   expiresAt: string
 }
 
-export type Minter = (config: AppConfig) => Promise<MintedToken>
+export type TokenMinter = (config: AppConfig) => Promise<MintedToken>
 
 const REQUIRED = ['appId', 'installationId', 'privateKeyPath'] as const
 const ENV_NAME = {appId: 'AGENT_SANDBOX_GITHUB_APP_ID', installationId: 'AGENT_SANDBOX_GITHUB_INSTALLATION_ID', privateKeyPath: 'AGENT_SANDBOX_GITHUB_PRIVATE_KEY_PATH'}
@@ -141,7 +141,7 @@ export function describeMintFailure(error: unknown, config: AppConfig): string {
 }
 
 /** Mint a fresh installation token (never a cached one) through @octokit/auth-app. */
-export const mintInstallationToken: Minter = async (config) => {
+export const mintInstallationToken: TokenMinter = async (config) => {
   const privateKey = readPrivateKey(config.privateKeyPath)
   const [{createAppAuth}, {request}, trusting] = await Promise.all([
     lazyImport<typeof import('@octokit/auth-app')>('@octokit/auth-app'),

@@ -5,9 +5,8 @@ import type {MaskedSecret} from '../network/gateway/secrets.js'
 import type {GhappSpec} from '../sandbox/spec.js'
 import type {Workspace} from '../workspace.js'
 import {appHosts, ghHost, resolveAppConfig, urlOrigin, type AppConfig} from './app.js'
-import type {AppRecord} from './refresher.js'
 import {siteOf} from './remotes.js'
-import {readSurrogate, readToken, tokenPaths, type Owner} from './token-store.js'
+import {readSurrogate, readToken, tokenPaths, type AppRecord, type Owner} from './token-store.js'
 
 export interface GhappPlan {
   name: string

@@ -7,19 +7,21 @@
 import {chmodSync, chownSync, existsSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync} from 'node:fs'
 import {dirname, join, resolve} from 'node:path'
 import {checkConfigFile, isDomain, type NetworkMode} from '../config/schema.js'
-import {loadSettings, parseConfigText, readConfigFile, userConfigPath, workspaceConfigPath} from '../config/load.js'
+import {parseConfigText, readConfigFile, userConfigPath, workspaceConfigPath} from '../config/layers.js'
+import {loadSettings} from '../config/load.js'
 import {carryConfigApproval, configTrust, lowerSettings} from '../config/trust.js'
 import type {ContainerInfo} from '../engine/index.js'
 import {ConfigError, NotReadyError, SandboxError, throwIfAborted, UsageError} from '../errors.js'
 import type {Context} from '../context.js'
-import {quoteArg, requireInitialised} from '../workspace.js'
+import {requireInitialised} from '../workspace.js'
+import {quoteArg} from '../util/shell-quote.js'
 import {SANDBOX_EXEC} from '../sandbox/spec.js'
 import {Labels, Names, type Workspace} from '../workspace.js'
 import {formatRequest, parseRequestLog, REQUEST_LOG, type RequestLogEntry} from './gateway/log.js'
 import {GATEWAY_DEFAULTS, gatewayCommand} from './gateway/ports.js'
 import {isHttpRule, layerWithRule, planRuleAdd, type HttpRule} from './gateway/rules.js'
 import {allowlistMatch, parseDomainList} from './gateway/policy.js'
-import {recordLiveRule} from './gateway-ca.js'
+import {recordLiveRule} from './gateway-live-rules.js'
 import {baseImageDir} from '../util/assets.js'
 
 const FIREWALL_STATUS = '/usr/local/bin/firewall-status'
@@ -96,10 +98,10 @@ export interface FirewallStatus extends Omit<RawFirewallStatus, 'deniedConnectio
 export async function firewallStatus(ctx: Context, ws: Workspace, options: {branch?: string} = {}): Promise<FirewallStatus | {container: string; network: NetworkMode}> {
   const sandbox = await requireRunning(ctx, ws, options.branch)
   if (sandbox.network !== 'firewall') return {container: sandbox.name, network: sandbox.network}
-  return readStatus(ctx, sandbox)
+  return readFirewallStatus(ctx, sandbox)
 }
 
-export async function readStatus(ctx: Context, sandbox: RunningSandbox): Promise<FirewallStatus> {
+export async function readFirewallStatus(ctx: Context, sandbox: RunningSandbox): Promise<FirewallStatus> {
   const [result, gateway] = await Promise.all([ctx.engine.containers.exec(sandbox.id, [FIREWALL_STATUS, '--json'], {user: 'root'}), gatewayRequests(ctx, sandbox, 20)])
   if (result.exitCode !== 0) {
     throw new SandboxError(`firewall-status failed in ${sandbox.name} (exit ${result.exitCode}): ${lastLine(result.stderr) || 'no message'}`, {
