@@ -5,15 +5,8 @@ import {afterEach, beforeEach, describe, expect, it, vi} from 'vitest'
 import type {Engine, ExecResult} from '../../src/lib/engine/index.js'
 import {checkFirewallRules, formatDoctor, parseDoctorOutput, planGatewayProbes} from '../../src/lib/sandbox/doctor.js'
 import {gatewayCommand} from '../../src/lib/network/gateway/ports.js'
-import {
-  allowDomains,
-  formatStatus,
-  parseDeniedLine,
-  parseStatus,
-  splitDomainsAndPath,
-  validateDomains,
-  type FirewallStatus,
-} from '../../src/lib/network/firewall.js'
+import {formatStatus, parseDeniedLine, parseStatus, type FirewallStatus} from '../../src/lib/network/firewall.js'
+import {allowDomains, splitDomainsAndPath, validateDomains} from '../../src/lib/network/firewall-allow.js'
 import {describeWorkspace, Labels, Names, type Workspace} from '../../src/lib/workspace.js'
 import {containerInfo, fakeEngine} from './fake-engine.js'
 

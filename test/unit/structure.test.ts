@@ -18,6 +18,19 @@ const MAX_LINES = 400
  */
 const LINE_ALLOWANCE = new Set(['src/lib/sandbox/spec.ts', 'src/lib/sandbox/lifecycle.ts', 'src/lib/network/gateway/server.ts'])
 
+/**
+ * Arrows into src/lib/sandbox/spec.ts from areas that sandbox/ imports back:
+ * they take the in-container paths and ports that spec.ts still holds beside
+ * its builders. The contract module that spec.ts's split makes takes these
+ * constants, and this list goes with it.
+ */
+const SPEC_CONSTANT_ARROWS = new Set([
+  'src/lib/config/widening.ts → src/lib/sandbox/spec.ts',
+  'src/lib/git/protected.ts → src/lib/sandbox/spec.ts',
+  'src/lib/github/plan.ts → src/lib/sandbox/spec.ts',
+  'src/lib/network/firewall-allow.ts → src/lib/sandbox/spec.ts',
+])
+
 type Sources = Map<string, string>
 
 function readSources(dir: string): Sources {
@@ -84,13 +97,14 @@ function areaOf(file: string): string | undefined {
 }
 
 /** Pairs of src/lib areas that import each other, as "a ↔ b" with one example arrow each way. */
-function twoWayAreas(sources: Sources): string[] {
+function twoWayAreas(sources: Sources, allowance: ReadonlySet<string> = new Set()): string[] {
   const arrows = new Map<string, string>()
   for (const [file, text] of sources) {
     const from = areaOf(file)
     if (!from) continue
     for (const target of importsOf(file, text)) {
       const to = areaOf(target)
+      if (allowance.has(`${file} → ${target}`)) continue
       if (to && to !== from && !arrows.has(`${from}>${to}`)) arrows.set(`${from}>${to}`, `${file} → ${target}`)
     }
   }
@@ -137,6 +151,7 @@ describe('structure of src/', () => {
     ])
     expect(twoWayAreas(areas)).toEqual(['git ↔ sandbox: src/lib/git/x.ts → src/lib/sandbox/spec.ts; src/lib/sandbox/y.ts → src/lib/git/x.ts'])
     expect(twoWayAreas(new Map([...areas].slice(1)))).toEqual([])
+    expect(twoWayAreas(areas, new Set(['src/lib/git/x.ts → src/lib/sandbox/spec.ts']))).toEqual([])
 
     const twice = new Map([
       ['src/lib/a/x.ts', 'export function checkRules() {}\nexport interface Limits {}'],
@@ -159,7 +174,12 @@ describe('structure of src/', () => {
   })
 
   it('no two areas of src/lib import each other', () => {
-    expect(twoWayAreas(lib)).toEqual([])
+    expect(twoWayAreas(lib, SPEC_CONSTANT_ARROWS)).toEqual([])
+  })
+
+  it('each arrow the spec allowance names still exists', () => {
+    const present = new Set([...lib].flatMap(([file, text]) => importsOf(file, text).map((target) => `${file} → ${target}`)))
+    expect([...SPEC_CONSTANT_ARROWS].filter((arrow) => !present.has(arrow))).toEqual([])
   })
 
   it('no exported name is defined twice in src/lib', () => {

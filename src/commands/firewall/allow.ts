@@ -1,7 +1,7 @@
 import {Args, Flags} from '../../cli/params.js'
 import {Command, type Input} from '../../cli/command.js'
 import {branchFlag} from '../../cli/flags.js'
-import {allowDomains, splitDomainsAndPath} from '../../lib/network/firewall.js'
+import {allowDomains, splitDomainsAndPath} from '../../lib/network/firewall-allow.js'
 import {describeRule} from '../../lib/network/gateway/rules.js'
 import {resolveWorkspace} from '../../lib/workspace.js'
 import {quoteArg} from '../../lib/util/shell-quote.js'

@@ -12,7 +12,7 @@ import {assertNestedEngine, createContainer, engineTraits, ensureVolumes, prepar
 import type {Context} from '../context.js'
 import {requireInitialised} from '../workspace.js'
 import {quoteArg} from '../util/shell-quote.js'
-import {provisionBranch} from '../git/shelf.js'
+import {provisionBranch} from './repo-shelf.js'
 import {secretValues, type SandboxSpec} from './spec.js'
 import type {GatewaySecrets} from '../network/gateway/server.js'
 import {IMAGE_RUNTIME, Labels, type Workspace} from '../workspace.js'

@@ -11,8 +11,8 @@ import {hostGitIdentity} from '../git/identity.js'
 import {buildRepoImage} from '../images/build.js'
 import {withLock} from '../util/lock.js'
 import {nestedSeccompProfile} from '../util/assets.js'
-import {compromisedReason, lostMount, MountsNotRestoredError, restartNotice} from '../git/mount-watch.js'
-import {provisionBranch} from '../git/shelf.js'
+import {compromisedReason, lostMount, MountsNotRestoredError, restartNotice} from './compromised-marker.js'
+import {provisionBranch} from './repo-shelf.js'
 import {createPlaceholders, fsKindOf, planProtectedPaths} from '../git/protected.js'
 import {detectHookConfig, fsHookProbe, hooksDirOf, hooksPathFromConfig, hookConfigLabel, type HookConfigReport} from '../git/hook-config.js'
 import {silentReporter, type Reporter} from '../reporter.js'
@@ -233,7 +233,7 @@ export async function startSandbox(ctx: Context, ws: Workspace, options: Sandbox
           if (existing.labels[Labels.ghapp] === '1') ensureRefresher(name, ctx.env ?? process.env, ctx.launchRefresher)
           return {name, action: 'running' as const, container: existing}
         }
-        // The host detached a protected mount (mount-watch.ts): a restart mounts it again (and makes the gate anew).
+        // The host detached a protected mount (compromised-marker.ts): a restart mounts it again (and makes the gate anew).
         reporter.info(restartNotice(name, lost))
         reporter = {...reporter, step: (_label, work) => work()}
         ctx = {...ctx, reporter}
