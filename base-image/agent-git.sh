@@ -20,7 +20,7 @@
 #      WORKTREE/.git/config.worktree, owned by root in a sticky directory, read
 #      by git after the agent's own config (extensions.worktreeConfig), so they
 #      win; the remote `host` is GATE_URL, the push gate (git-gate.sh).
-#      core.hooksPath is our dispatcher's directory (hook-dispatch.sh, issue 20);
+#      core.hooksPath is our dispatcher's directory (hook-dispatch.sh);
 #      agent-sandbox.hooksDir names the real one.
 # git runs as USER; only the ownership steps run as root. Every value is an
 # argument, never spliced into a shell string.
@@ -147,7 +147,7 @@ sync_with_host() {
   : | "${as_user[@]}" tee "$gd/$STAMP" >/dev/null
 }
 
-# Hooks go through hook-dispatch.sh (issue 20): DISPATCH_DIR, root's, holds a
+# Hooks go through hook-dispatch.sh: DISPATCH_DIR, root's, holds a
 # link to it for each hook name plus .hooks-dir naming the real directory.
 DISPATCH_DIR="${AGENT_SANDBOX_HOOK_DISPATCH_DIR:-/var/lib/agent-sandbox/hooks}"
 DISPATCHER="${AGENT_SANDBOX_HOOK_DISPATCHER:-/usr/local/lib/agent-sandbox/hook-dispatch}"

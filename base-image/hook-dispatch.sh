@@ -1,5 +1,5 @@
 #!/bin/sh
-# hook-dispatch.sh [ARGS...]: every git hook of a bind-mode sandbox (issue 20).
+# hook-dispatch.sh [ARGS...]: every git hook of a bind-mode sandbox.
 #
 # agent-git.sh pins core.hooksPath to a root-owned directory of links to this
 # script, one per hook name, and writes the repository's real hooks directory

@@ -68,7 +68,7 @@ try {
   sh(BIN, ['init', ws])
   const name = JSON.parse(sh(BIN, ['start', ws, '--json'])).name
   for (let i = 0; i < runs; i++) {
-    // The first exec after a compromise restarts the sandbox (mount-watch.ts).
+    // The first exec after a compromise restarts the sandbox (src/lib/sandbox/compromised-marker.ts).
     sh(BIN, ['exec', ws, '--', 'true'])
     sh('docker', ['exec', '-d', '-u', 'node', name, '/usr/local/bin/sandbox-exec', 'sleep', '300'])
     const pid = agentPid(name)

@@ -9,7 +9,7 @@
  */
 export {SandboxManager} from './lib/sandbox/manager.js'
 export type {CreateSandboxOptions, ExecuteOptions, ExecuteResult, SandboxHandle, SandboxManagerOptions} from './lib/sandbox/manager.js'
-export type {Limits} from './lib/sandbox/ephemeral.js'
+export type {Limits} from './lib/sandbox/ephemeral-container.js'
 export type {NetworkMode} from './lib/config/schema.js'
 export {
   SandboxError,

@@ -1,7 +1,7 @@
 import {Args, Flags} from '../cli/params.js'
 import {Command, type Input} from '../cli/command.js'
 import {baseTagFlag} from '../cli/flags.js'
-import {describeCheckout, provisionBranch} from '../lib/git/shelf.js'
+import {describeCheckout, provisionBranch} from '../lib/sandbox/repo-shelf.js'
 import {resolveWorkspace} from '../lib/workspace.js'
 
 export default class Checkout extends Command {

@@ -4,7 +4,8 @@ import {pathArg} from '../cli/flags.js'
 import {loadSettings} from '../lib/config/load.js'
 import {detectHookConfig, formatHookConfig, fsHookProbe} from '../lib/git/hook-config.js'
 import {looksSecret} from '../lib/sandbox/spec.js'
-import {quoteArg, resolveWorkspace} from '../lib/workspace.js'
+import {resolveWorkspace} from '../lib/workspace.js'
+import {quoteArg} from '../lib/util/shell-quote.js'
 
 export default class Config extends Command {
   static override summary = 'Print the effective settings and where each value came from.'

@@ -7,7 +7,8 @@ import {UsageError} from '../lib/errors.js'
 import {initFromClone, initWorkspace} from '../lib/sandbox/init.js'
 import {parseRepoSlug} from '../lib/github/app.js'
 import {resolve} from 'node:path'
-import {quoteArg, resolveWorkspace} from '../lib/workspace.js'
+import {resolveWorkspace} from '../lib/workspace.js'
+import {quoteArg} from '../lib/util/shell-quote.js'
 
 export default class Init extends Command {
   static override summary = 'Create .agent-sandbox/ in a workspace and build its image.'

@@ -4,7 +4,7 @@ import {branchFlag, pathArg} from '../cli/flags.js'
 import {confirm, isInteractive} from '../cli/output.js'
 import {UsageError} from '../lib/errors.js'
 import {removeSandbox} from '../lib/sandbox/lifecycle.js'
-import {removeWorktree} from '../lib/git/shelf.js'
+import {removeWorktree} from '../lib/sandbox/repo-shelf.js'
 import {Names, resolveWorkspace} from '../lib/workspace.js'
 
 export default class Rm extends Command {

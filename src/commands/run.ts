@@ -6,8 +6,8 @@ import {StreamRedactor} from '../cli/redact-stream.js'
 import {formatRequest} from '../lib/network/gateway/log.js'
 import {checkLimits, type NetworkMode} from '../lib/config/schema.js'
 import {ExitCode, UsageError} from '../lib/errors.js'
-import {parseDuration} from '../lib/sandbox/ephemeral.js'
-import {runOneShot} from '../lib/sandbox/runner.js'
+import {parseDuration} from '../lib/sandbox/ephemeral-container.js'
+import {runOneShot} from '../lib/sandbox/one-shot-run.js'
 import {resolveWorkspace} from '../lib/workspace.js'
 
 export default class Run extends Command {

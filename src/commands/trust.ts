@@ -3,9 +3,11 @@ import {existsSync} from 'node:fs'
 import {Command, type Input} from '../cli/command.js'
 import {pathArg} from '../cli/flags.js'
 import {confirm, isInteractive} from '../cli/output.js'
-import {agentSandboxDir, formatReview, listTrusted, recordTrust, reviewWorkspace, revokeTrust} from '../lib/config/trust.js'
+import {agentSandboxDir, listTrusted, recordTrust, revokeTrust} from '../lib/config/trust.js'
+import {formatReview, reviewWorkspace} from '../lib/config/trust-review.js'
 import {NotInitialisedError, UsageError} from '../lib/errors.js'
-import {quoteArg, resolveWorkspace} from '../lib/workspace.js'
+import {resolveWorkspace} from '../lib/workspace.js'
+import {quoteArg} from '../lib/util/shell-quote.js'
 
 export default class Trust extends Command {
   static override summary = "Review a workspace's own .agent-sandbox/ and trust it, so the settings in it that widen the sandbox apply."

@@ -6,6 +6,7 @@ import {lstatSync, realpathSync, statSync} from 'node:fs'
 import {basename, join, resolve} from 'node:path'
 import {NotInitialisedError, UsageError} from './errors.js'
 import {md5Hex as md5} from './util/hash.js'
+import {quoteArg} from './util/shell-quote.js'
 
 export const LABEL_PREFIX = 'dev.agent-sandbox'
 export const Labels = {
@@ -212,8 +213,4 @@ export function requireInitialised(ws: Workspace): void {
       hint: `run: agent-sandbox init ${quoteArg(ws.path)}`,
     })
   }
-}
-
-export function quoteArg(text: string): string {
-  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(text) ? text : `'${text.replaceAll("'", `'\\''`)}'`
 }

@@ -99,6 +99,7 @@ wrapper_setup() {
   common_setup
   cp -a "$FIXTURE/." "$TEST_TMP/"
   ln -s "$ROOT/base-image/git-wrapper.sh" "$STUB_BIN/git"
+  ln -s "$ROOT/base-image/git-wrapper-parse.sh" "$ROOT/base-image/git-wrapper-policy.sh" "$STUB_BIN/"
   export AGENT_SANDBOX_REAL_GIT=$REAL_GIT
   unset HUSKY HUSKY_SKIP_HOOKS LEFTHOOK LEFTHOOK_EXCLUDE SKIP GIT_DIR GIT_WORK_TREE \
     GIT_CONFIG_PARAMETERS GIT_CONFIG_COUNT GIT_CONFIG_GLOBAL GIT_CONFIG_SYSTEM GIT_CONFIG

@@ -69,7 +69,7 @@ async function privateWorkspace(name: string): Promise<string> {
   const configPath = join(path, '.agent-sandbox', 'config.json')
   const config = JSON.parse(readFileSync(configPath, 'utf8'))
   writeFileSync(configPath, JSON.stringify({...config, sharedAgentConfig: false, network: 'none'}, null, 2))
-  await trustWorkspace(path) // sharedAgentConfig from a workspace file applies only when trusted (issue 16)
+  await trustWorkspace(path) // sharedAgentConfig from a workspace file applies only when trusted
   return path
 }
 

@@ -109,7 +109,7 @@ async function workspace(role: string, config: Record<string, unknown>, dockerfi
   }
   // GitHub's published ranges are fetched from the internet by default: not from tests.
   writeFileSync(join(path, '.agent-sandbox', 'config.json'), `${JSON.stringify({...config, env: {AGENT_SANDBOX_GITHUB_META: '0'}}, null, 2)}\n`)
-  // The test's own settings (allowDomains, ports, …): approved, as their user would (issue 16).
+  // The test's own settings (allowDomains, ports, …): approved, as their user would.
   await trustWorkspace(path)
   return path
 }

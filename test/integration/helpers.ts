@@ -155,7 +155,7 @@ export async function trustWorkspace(path: string, env: Record<string, string | 
 
 /**
  * A fresh, initialised workspace with its own config.json, approved as its user would
- * (issue 16). GitHub's published ranges stay off: they are fetched from the internet.
+ *. GitHub's published ranges stay off: they are fetched from the internet.
  */
 export async function configuredWorkspace(role: string, config: Record<string, unknown>): Promise<string> {
   const path = await makeWorkspace(role)

@@ -109,7 +109,7 @@ describe('the host .git is never the agent\'s to write', () => {
     expect(r.exitCode, r.stderr).toBe(0)
     const [branch, hooks, fsmonitor, touch, mode, dispatcher] = r.stdout.split('\n')
     expect(branch).toBe('feat')
-    // Hooks run through the dispatcher (issue 20), which runs the host's from here.
+    // Hooks run through the dispatcher, which runs the host's from here.
     expect(hooks).toBe('/workspace/hostgit/.husky')
     expect(dispatcher).toBe('/var/lib/agent-sandbox/hooks')
     expect(fsmonitor).toBe('false')

@@ -158,7 +158,7 @@ describe('init and build', () => {
     const image = init.stdout.match(/image (\S+)/)![1]
     const imageId = async () => (await docker('image', 'inspect', '--format', '{{.Id}}', image)).stdout.trim()
     const build = async (...extra: string[]) => {
-      // Each change to the build context is the test's own: approve it, as its user would (issue 16).
+      // Each change to the build context is the test's own: approve it, as its user would.
       await trustWorkspace(ws)
       const before = await imageId()
       const r = await cli(['build', ws, '--base-tag', baseTag, ...extra])

@@ -28,7 +28,7 @@ beforeAll(async () => {
   const t = await docker('run', '-d', '--name', target, '--network', netName, '--entrypoint', 'node', 'agent-sandbox-base:latest', '-e', "require('http').createServer((q,r)=>r.end('target-ok')).listen(8080)")
   expect(t.exitCode, t.stderr).toBe(0)
   writeFileSync(join(ws, '.agent-sandbox', 'config.json'), JSON.stringify({dockerNetwork: netName, allowDomains: [target]}))
-  // The test's own widening settings: approved, as their user would (issue 16).
+  // The test's own widening settings: approved, as their user would.
   await trustWorkspace(ws)
 })
 

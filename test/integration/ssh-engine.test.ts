@@ -1,5 +1,5 @@
 /**
- * An engine behind ssh:// (issue 18: one engine client for every transport).
+ * An engine behind ssh:// (one engine client for every transport).
  * The CLI reaches it as the docker CLI does, through `ssh … docker system
  * dial-stdio`, with our own Engine API client on top. A real sshd of the
  * test's own, on loopback only, in front of this machine's engine.

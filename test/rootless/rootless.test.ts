@@ -1,5 +1,5 @@
 /**
- * Rootless Podman (issue 8): the CLI run as an ordinary user against that
+ * Rootless Podman: the CLI run as an ordinary user against that
  * user's own Podman service, as scripts/setup-rootless-podman.sh sets it up
  * (user asbx-rootless, its socket under /run/user/<uid>). The test runner is
  * root; every CLI call, git call and file the tests make is the user's.

@@ -3,16 +3,8 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {afterEach, beforeEach, describe, expect, it} from 'vitest'
 import {ConfigError} from '../../src/lib/errors.js'
-import {
-  envLayer,
-  loadSettings,
-  mergeLayers,
-  parseConfigText,
-  readConfigFile,
-  userConfigPath,
-  workspaceConfigPath,
-  type Source,
-} from '../../src/lib/config/load.js'
+import {envLayer, mergeLayers, parseConfigText, readConfigFile, userConfigPath, workspaceConfigPath, type Source} from '../../src/lib/config/layers.js'
+import {loadSettings} from '../../src/lib/config/load.js'
 import {checkConfigFile, DEFAULTS, type ConfigFile} from '../../src/lib/config/schema.js'
 
 const FILE = '/ws/.agent-sandbox/config.json'

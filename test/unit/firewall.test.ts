@@ -3,17 +3,10 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {afterEach, beforeEach, describe, expect, it, vi} from 'vitest'
 import type {Engine, ExecResult} from '../../src/lib/engine/index.js'
-import {checkRules, formatDoctor, parseDoctorOutput, planGatewayProbes} from '../../src/lib/sandbox/doctor.js'
+import {checkFirewallRules, formatDoctor, parseDoctorOutput, planGatewayProbes} from '../../src/lib/sandbox/doctor.js'
 import {gatewayCommand} from '../../src/lib/network/gateway/ports.js'
-import {
-  allowDomains,
-  formatStatus,
-  parseDeniedLine,
-  parseStatus,
-  splitDomainsAndPath,
-  validateDomains,
-  type FirewallStatus,
-} from '../../src/lib/network/firewall.js'
+import {formatStatus, parseDeniedLine, parseStatus, type FirewallStatus} from '../../src/lib/network/firewall.js'
+import {allowDomains, splitDomainsAndPath, validateDomains} from '../../src/lib/network/firewall-allow.js'
 import {describeWorkspace, Labels, Names, type Workspace} from '../../src/lib/workspace.js'
 import {containerInfo, fakeEngine} from './fake-engine.js'
 
@@ -133,9 +126,9 @@ describe('parseStatus / formatStatus', () => {
   })
 })
 
-describe('checkRules', () => {
+describe('checkFirewallRules', () => {
   it('passes the rules init-firewall.sh loads', () => {
-    const checks = checkRules(status())
+    const checks = checkFirewallRules(status())
     expect(checks.map((c) => [c.name, c.status])).toEqual([
       ['rules-ipv4', 'pass'],
       ['rules-ipv6', 'pass'],
@@ -146,7 +139,7 @@ describe('checkRules', () => {
 
   it('fails an unconditional ACCEPT inserted anywhere in OUTPUT', () => {
     const rules = [...RULES4.slice(0, 7), '-A OUTPUT -j ACCEPT', ...RULES4.slice(7)]
-    const [v4] = checkRules(status({rules}))
+    const [v4] = checkFirewallRules(status({rules}))
     expect(v4).toMatchObject({status: 'fail', detail: 'unexpected rule: -A OUTPUT -j ACCEPT'})
   })
 
@@ -158,7 +151,7 @@ describe('checkRules', () => {
       '-A OUTPUT -m set --match-set other-set dst -j ACCEPT',
       '-A OUTPUT -p udp -m udp --dport 5353 -m owner --uid-owner 0 -j ACCEPT',
     ]) {
-      const [v4] = checkRules(status({rules: [...RULES4.slice(0, -2), rule, ...RULES4.slice(-2)]}))
+      const [v4] = checkFirewallRules(status({rules: [...RULES4.slice(0, -2), rule, ...RULES4.slice(-2)]}))
       expect(v4.status, rule).toBe('fail')
       expect(v4.detail).toContain(rule)
     }
@@ -166,7 +159,7 @@ describe('checkRules', () => {
 
   it('fails an ACCEPT policy, a missing final REJECT and missing logging', () => {
     const rules = RULES4.map((r) => (r === '-P OUTPUT DROP' ? '-P OUTPUT ACCEPT' : r)).filter((r) => !r.includes('REJECT') && !r.includes('NFLOG'))
-    const [v4] = checkRules(status({rules}))
+    const [v4] = checkFirewallRules(status({rules}))
     expect(v4.status).toBe('fail')
     expect(v4.detail).toContain('OUTPUT policy is ACCEPT, not DROP')
     expect(v4.detail).toContain('OUTPUT does not end with a REJECT')
@@ -174,15 +167,15 @@ describe('checkRules', () => {
   })
 
   it('checks IPv6 with its own REJECT; no IPv6 rules at all means IPv6 is off', () => {
-    const v6 = checkRules(status({rules6: RULES6.map((r) => r.replace('icmp6-port-unreachable', 'icmp-port-unreachable'))}))[1]
+    const v6 = checkFirewallRules(status({rules6: RULES6.map((r) => r.replace('icmp6-port-unreachable', 'icmp-port-unreachable'))}))[1]
     expect(v6.status).toBe('fail')
-    expect(checkRules(status({rules6: []}))[1]).toMatchObject({status: 'pass', detail: expect.stringContaining('IPv6 is disabled')})
-    expect(checkRules(status({rules: []}))[0]).toMatchObject({status: 'fail', detail: 'no IPv4 rules loaded'})
+    expect(checkFirewallRules(status({rules6: []}))[1]).toMatchObject({status: 'pass', detail: expect.stringContaining('IPv6 is disabled')})
+    expect(checkFirewallRules(status({rules: []}))[0]).toMatchObject({status: 'fail', detail: 'no IPv4 rules loaded'})
   })
 
   it('fails unreadable rules, an empty allowlist and missing ipsets', () => {
-    expect(checkRules(status({rulesReadable: false}))).toEqual([{name: 'rules', status: 'fail', detail: 'the rules could not be read as root'}])
-    const checks = checkRules(status({allowlist: [], ipsets: {'agent-sandbox-allow4': 1, 'agent-sandbox-allow6': null}}))
+    expect(checkFirewallRules(status({rulesReadable: false}))).toEqual([{name: 'rules', status: 'fail', detail: 'the rules could not be read as root'}])
+    const checks = checkFirewallRules(status({allowlist: [], ipsets: {'agent-sandbox-allow4': 1, 'agent-sandbox-allow6': null}}))
     expect(checks[2].status).toBe('fail')
     expect(checks[3]).toMatchObject({status: 'fail', detail: 'missing: agent-sandbox-allow6'})
   })

@@ -23,9 +23,8 @@ import {
   refreshTarget,
   removeAppToken,
   runRefreshLoop,
-  type AppRecord,
 } from '../../src/lib/github/refresher.js'
-import {readStatus, readSurrogate, readToken, tokenPaths, writeStatus} from '../../src/lib/github/token-store.js'
+import {readTokenStatus, readSurrogate, readToken, tokenPaths, writeStatus, type AppRecord} from '../../src/lib/github/token-store.js'
 import {gatewayCommand} from '../../src/lib/network/gateway/ports.js'
 
 describe('schedule', () => {
@@ -74,7 +73,7 @@ describe('refreshTarget', () => {
     const error = await refreshTarget({name: 'sbx', paths, record}, {mint: async () => ({token: 'ghs_two', expiresAt: '2031-01-01T00:00:00Z'}), now: () => 1000})
     expect(error).toBeUndefined()
     expect(readToken(paths)).toBe('ghs_two')
-    expect(readStatus(paths)).toEqual({lastSuccess: '1970-01-01T00:00:01.000Z', expiresAt: '2031-01-01T00:00:00Z', failures: 0})
+    expect(readTokenStatus(paths)).toEqual({lastSuccess: '1970-01-01T00:00:01.000Z', expiresAt: '2031-01-01T00:00:00Z', failures: 0})
   })
 
   it('hands the new token to the gateway; a hand-over that fails is a failed refresh, retried', async () => {
@@ -93,7 +92,7 @@ describe('refreshTarget', () => {
     })
     const error = await refreshTarget({name: 'sbx', paths, record}, {mint: async () => ({token: 'ghs_three', expiresAt: '2032-01-01T00:00:00Z'}), now: () => 2000, deliver: refused})
     expect(error).toMatch(/egress gateway sbx-gateway/)
-    expect(readStatus(paths)).toMatchObject({failures: 1, lastError: expect.stringContaining('egress gateway'), nextAttemptAt: new Date(4000).toISOString()})
+    expect(readTokenStatus(paths)).toMatchObject({failures: 1, lastError: expect.stringContaining('egress gateway'), nextAttemptAt: new Date(4000).toISOString()})
   })
 
   it('records a failure with its retry time and leaves the last token in place', async () => {
@@ -105,7 +104,7 @@ describe('refreshTarget', () => {
     expect(await refreshTarget({name: 'sbx', paths, record}, {mint: failing, now: () => 10_000, log})).toMatch(/ECONNREFUSED/)
     expect(await refreshTarget({name: 'sbx', paths, record}, {mint: failing, now: () => 20_000, log})).toMatch(/ECONNREFUSED/)
     expect(readToken(paths)).toBe('ghs_kept')
-    expect(readStatus(paths)).toMatchObject({
+    expect(readTokenStatus(paths)).toMatchObject({
       expiresAt: '2030-01-01T00:00:00Z',
       failures: 2,
       lastError: 'cannot reach http://x: ECONNREFUSED',

@@ -8,7 +8,7 @@ import {
   ensurePrivateDir,
   formatGithubState,
   humanDuration,
-  readStatus,
+  readTokenStatus,
   readSurrogate,
   readToken,
   refresherAlive,
@@ -144,12 +144,12 @@ describe('atomic writes', () => {
 describe('status', () => {
   it('round-trips and tolerates a missing or broken file', () => {
     const paths = tokenPaths('sbx', {XDG_RUNTIME_DIR: root})
-    expect(readStatus(paths)).toBeUndefined()
+    expect(readTokenStatus(paths)).toBeUndefined()
     writeStatus(paths, {lastSuccess: '2026-01-01T00:00:00Z', expiresAt: '2026-01-01T01:00:00Z', failures: 0})
-    expect(readStatus(paths)).toEqual({lastSuccess: '2026-01-01T00:00:00Z', expiresAt: '2026-01-01T01:00:00Z', failures: 0})
+    expect(readTokenStatus(paths)).toEqual({lastSuccess: '2026-01-01T00:00:00Z', expiresAt: '2026-01-01T01:00:00Z', failures: 0})
     expect(mode(paths.status)).toBe('600')
     writeFileSync(paths.status, '{broken')
-    expect(readStatus(paths)).toBeUndefined()
+    expect(readTokenStatus(paths)).toBeUndefined()
   })
 
   const now = Date.parse('2026-01-01T00:00:00Z')

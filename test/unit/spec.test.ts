@@ -24,7 +24,8 @@ import {
   type SpecOptions,
 } from '../../src/lib/sandbox/spec.js'
 import {heldSecrets} from '../../src/lib/sandbox/lifecycle.js'
-import {Labels, Names, describeWorkspace, md5, quoteArg, sanitizeBranch} from '../../src/lib/workspace.js'
+import {Labels, Names, describeWorkspace, md5, sanitizeBranch} from '../../src/lib/workspace.js'
+import {quoteArg} from '../../src/lib/util/shell-quote.js'
 
 const ws = describeWorkspace('/home/me/My Repo', 1000, 1001)
 const settings = (over: Partial<Settings> = {}): Settings => ({...structuredClone(DEFAULTS), ...over})
@@ -76,7 +77,7 @@ describe('the agent\'s own git directory and the push gate', () => {
     // Rootless Podman (keep-id): the gate joins the sandbox's user namespace, which owns the network namespace it joins.
     expect(buildGateSpec(ws, sandbox, settings(), {userns: 'keep-id'}).userns).toBe(`container:${sandbox.name}`)
     expect(toCreateOptions(buildGateSpec(ws, sandbox, settings(), {userns: 'keep-id'})).HostConfig?.UsernsMode).toBe(`container:${sandbox.name}`)
-    // Hook configuration found at start reaches the gate's pre-receive (issue 20).
+    // Hook configuration found at start reaches the gate's pre-receive.
     expect(buildGateSpec(ws, sandbox, settings(), {gateFiles: ['.husky', 'scripts/env.sh']}).env.find((e) => e.name === 'AGENT_SANDBOX_GATE_FILES')?.value).toBe('.husky\nscripts/env.sh')
     expect(buildGateSpec(ws, sandbox, settings(), {}).env.some((e) => e.name === 'AGENT_SANDBOX_GATE_FILES')).toBe(false)
     // protectHookConfig false reaches the dispatcher through agent-git.sh; nothing is said when it is on.

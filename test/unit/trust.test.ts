@@ -3,26 +3,24 @@ import {mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, s
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {afterEach, beforeEach, describe, expect, it} from 'vitest'
-import {loadSettings, mergeLayers, parseConfigText} from '../../src/lib/config/load.js'
+import {mergeLayers, parseConfigText} from '../../src/lib/config/layers.js'
+import {loadSettings} from '../../src/lib/config/load.js'
 import {DEFAULTS, type ConfigFile} from '../../src/lib/config/schema.js'
 import {
   assertBuildTrusted,
   carryConfigApproval,
   configTrust,
-  globToRegExp,
   isTemplateDockerfile,
   listTrusted,
   matchesTrustedPaths,
-  readTrustStore,
+  pathGlobToRegExp,
   recordTrust,
-  reviewWorkspace,
   revokeTrust,
   snapshotDir,
   templateDockerfile,
-  trustStorePath,
-  unifiedDiff,
-  writeTrustStore,
 } from '../../src/lib/config/trust.js'
+import {reviewWorkspace, unifiedDiff} from '../../src/lib/config/trust-review.js'
+import {readTrustStore, trustStorePath, writeTrustStore} from '../../src/lib/config/trust-store.js'
 import {envNameMatches, isRiskyEnv, RISKY_ENV_NAMES, wideningChanges, workspaceChanges, type LowerSettings} from '../../src/lib/config/widening.js'
 import {ConfigError, UsageError} from '../../src/lib/errors.js'
 import {checkDockerNetwork} from '../../src/lib/sandbox/spec.js'
@@ -323,10 +321,10 @@ describe('the trust store', () => {
   })
 
   it('globs: * within a component, ** across, ~ from HOME', () => {
-    expect(globToRegExp('/src/mine/*').test('/src/mine/app')).toBe(true)
-    expect(globToRegExp('/src/mine/*').test('/src/mine/app/sub')).toBe(false)
-    expect(globToRegExp('/src/mine/*').test('/src/mine.app')).toBe(false)
-    expect(globToRegExp('/src/**').test('/src/a/b/c')).toBe(true)
+    expect(pathGlobToRegExp('/src/mine/*').test('/src/mine/app')).toBe(true)
+    expect(pathGlobToRegExp('/src/mine/*').test('/src/mine/app/sub')).toBe(false)
+    expect(pathGlobToRegExp('/src/mine/*').test('/src/mine.app')).toBe(false)
+    expect(pathGlobToRegExp('/src/**').test('/src/a/b/c')).toBe(true)
     expect(matchesTrustedPaths('/h/src/mine/app', ['~/src/mine/*'], {HOME: '/h'})).toBe(true)
     expect(matchesTrustedPaths('/h/src/theirs/app', ['~/src/mine/*'], {HOME: '/h'})).toBe(false)
   })

@@ -1,9 +1,10 @@
 import {Args, Flags} from '../../cli/params.js'
 import {Command, type Input} from '../../cli/command.js'
 import {branchFlag} from '../../cli/flags.js'
-import {allowDomains, splitDomainsAndPath} from '../../lib/network/firewall.js'
+import {allowDomains, splitDomainsAndPath} from '../../lib/network/firewall-allow.js'
 import {describeRule} from '../../lib/network/gateway/rules.js'
-import {quoteArg, resolveWorkspace} from '../../lib/workspace.js'
+import {resolveWorkspace} from '../../lib/workspace.js'
+import {quoteArg} from '../../lib/util/shell-quote.js'
 
 export default class FirewallAllow extends Command {
   static override summary = "Allow more domains (or more methods and paths of a domain) in the running sandbox's firewall, at once and without a restart."

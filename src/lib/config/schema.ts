@@ -181,12 +181,12 @@ function check<S extends v.GenericSchema>(schema: S, value: unknown): Checked<v.
 export const checkConfigFile = (value: unknown): Checked<ConfigFile> => check(ConfigFileSchema, value)
 
 /** Resource limits from flags, checked as a config file's `limits` would be. */
-export const checkLimits = (value: unknown): Checked<Limits> => check(LimitsSchema, value)
+export const checkLimits = (value: unknown): Checked<ResourceLimits> => check(LimitsSchema, value)
 
 /** A host name as allowDomains takes it (`example.com`, `*.example.com`). */
 export const isDomain = (value: string): boolean => v.is(domain, value)
 
-export type Limits = v.InferOutput<typeof LimitsSchema>
+export type ResourceLimits = v.InferOutput<typeof LimitsSchema>
 
 export type ConfigFile = v.InferOutput<typeof ConfigFileSchema>
 
@@ -203,7 +203,7 @@ export const DEFAULT_PROTECTED_PATHS = ['.husky', '.agent-sandbox', '.agent-prec
  * and `trustedPaths` are the files' own business, not a sandbox's.
  */
 export type Settings = Required<Omit<ConfigFile, '$schema' | 'trustedPaths' | 'limits' | 'github'>> & {
-  limits: Limits
+  limits: ResourceLimits
   github: GithubSettings
 }
 

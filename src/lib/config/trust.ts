@@ -1,91 +1,26 @@
 /**
- * Trust in a workspace's own .agent-sandbox/: a repository is untrusted input
- * (issue 16). The host keeps, per workspace real path, the SHA-256 of every
+ * Trust in a workspace's own .agent-sandbox/: a repository is untrusted input:
+ * the host keeps, per workspace real path, the SHA-256 of every
  * file in .agent-sandbox/ the user approved (`agent-sandbox trust`, or `init`,
  * which wrote them). A widening setting (widening.ts) or a Dockerfile other
  * than the template applies only while its bytes are the approved ones, or
- * when the workspace matches the user's own `trustedPaths`.
- *
- * The store: $XDG_STATE_HOME/agent-sandbox/trust.json (default
- * ~/.local/state/…), 0600 in a 0700 directory, replaced atomically.
+ * when the workspace matches the user's own `trustedPaths`. The approvals
+ * live in trust-store.ts; what `trust` shows is trust-review.ts.
  */
-import {chmodSync, closeSync, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readlinkSync, realpathSync, renameSync, unlinkSync, writeSync, type Stats} from 'node:fs'
+import {lstatSync, readdirSync, readFileSync, readlinkSync, realpathSync, type Stats} from 'node:fs'
 import {homedir} from 'node:os'
-import {dirname, join} from 'node:path'
+import {join} from 'node:path'
 import {templatesDir} from '../util/assets.js'
 import {ConfigError} from '../errors.js'
 import {sha256Hex} from '../util/hash.js'
-import {mergeLayers, parseConfigText, readConfigFile, userConfigPath, workspaceDefaults} from './load.js'
+import {quoteArg} from '../util/shell-quote.js'
+import {mergeLayers, readConfigFile, userConfigPath} from './layers.js'
 import {DEFAULTS, type ConfigFile, type Settings} from './schema.js'
+import {readTrustStore, writeTrustStore, type TrustRecord, type TrustStore} from './trust-store.js'
 import {workspaceChanges, type ConfigChange, type LowerSettings} from './widening.js'
 
 export const CONFIG_FILE = 'config.json'
 export const DOCKERFILE = 'Dockerfile'
-
-export interface TrustRecord {
-  /** SHA-256 of each file in .agent-sandbox/, by path relative to it. */
-  files: Record<string, string>
-  approvedAt: string
-  /** Who approved: the user (`trust`) or `init`, which wrote the files. */
-  by: 'trust' | 'init'
-  /** The approved Dockerfile's text, for the diff the next review shows. */
-  dockerfile?: string
-}
-
-export interface TrustStore {
-  version: 1
-  workspaces: Record<string, TrustRecord>
-}
-
-export function trustStorePath(env: NodeJS.ProcessEnv = process.env): string {
-  const base = env.XDG_STATE_HOME || join(env.HOME || homedir(), '.local', 'state')
-  return join(base, 'agent-sandbox', 'trust.json')
-}
-
-export function readTrustStore(env: NodeJS.ProcessEnv = process.env): TrustStore {
-  const path = trustStorePath(env)
-  let text: string
-  try {
-    text = readFileSync(path, 'utf8')
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return {version: 1, workspaces: {}}
-    throw new ConfigError(`cannot read ${path}: ${(error as Error).message}`, {cause: error})
-  }
-  try {
-    const parsed = JSON.parse(text) as TrustStore
-    if (parsed?.version !== 1 || typeof parsed.workspaces !== 'object' || parsed.workspaces === null) throw new Error('not a version 1 trust store')
-    return parsed
-  } catch (error) {
-    throw new ConfigError(`${path}: ${(error as Error).message}`, {cause: error, hint: `remove it and approve your workspaces again with agent-sandbox trust`})
-  }
-}
-
-/** Replace the store atomically: a 0600 temp file in the same 0700 directory, synced, then renamed over. */
-export function writeTrustStore(store: TrustStore, env: NodeJS.ProcessEnv = process.env): string {
-  const path = trustStorePath(env)
-  const dir = dirname(path)
-  mkdirSync(dir, {recursive: true, mode: 0o700})
-  chmodSync(dir, 0o700)
-  const tmp = join(dir, `.trust.json.${process.pid}.${Date.now()}.${Math.random().toString(36).slice(2)}.tmp`)
-  try {
-    const fd = openSync(tmp, 'wx', 0o600)
-    try {
-      writeSync(fd, `${JSON.stringify(store, null, 2)}\n`)
-      fsyncSync(fd)
-    } finally {
-      closeSync(fd)
-    }
-    renameSync(tmp, path)
-  } catch (error) {
-    try {
-      unlinkSync(tmp)
-    } catch {
-      // nothing to remove
-    }
-    throw new ConfigError(`cannot write ${path}: ${(error as Error).message}`, {cause: error})
-  }
-  return path
-}
 
 /** The bytes of .agent-sandbox/ as read once: what a review shows is what gets approved. */
 export interface Snapshot {
@@ -192,7 +127,7 @@ function expandHome(glob: string, env: NodeJS.ProcessEnv): string {
 }
 
 /** `*` within one path component, `**` across components, `?` one character. Pure. */
-export function globToRegExp(glob: string): RegExp {
+export function pathGlobToRegExp(glob: string): RegExp {
   let out = ''
   for (let i = 0; i < glob.length; i++) {
     const c = glob[i]
@@ -220,7 +155,7 @@ export function matchesTrustedPaths(workspacePath: string, globs: readonly strin
     } catch {
       // no such directory: only the glob as written
     }
-    return candidates.some((c) => globToRegExp(c).test(workspacePath))
+    return candidates.some((c) => pathGlobToRegExp(c).test(workspacePath))
   })
 }
 
@@ -299,7 +234,7 @@ export function refusalError(file: string, workspacePath: string, trust: Pick<Co
   const shown = trust.refused.slice(0, 3).map((c) => `${c.key} (${c.summary})`)
   const more = trust.refused.length > 3 ? `, and ${trust.refused.length - 3} more` : ''
   const why = trust.changed ? 'changed since you trusted it and now widens the sandbox' : 'is not trusted and would widen the sandbox'
-  return new ConfigError(`${file} ${why}: ${shown.join(', ')}${more}`, {hint: `review and approve it with: agent-sandbox trust ${quotePath(workspacePath)}`})
+  return new ConfigError(`${file} ${why}: ${shown.join(', ')}${more}`, {hint: `review and approve it with: agent-sandbox trust ${quoteArg(workspacePath)}`})
 }
 
 /** The Dockerfile (or build context) may be built: template, approved, or the user's own tree. */
@@ -311,49 +246,10 @@ export function assertBuildTrusted(workspacePath: string, env: NodeJS.ProcessEnv
   if (trust.build !== 'new' && trust.build !== 'changed') return
   const what = trust.build === 'changed' ? `changed since you trusted it (${trust.buildChanged.join(', ')})` : 'is not the template and is not trusted'
   throw new ConfigError(`${join(agentSandboxDir(workspacePath), DOCKERFILE)} ${what}: its build steps run on your engine with an open network`, {
-    hint: `review and approve it with: agent-sandbox trust ${quotePath(workspacePath)}`,
+    hint: `review and approve it with: agent-sandbox trust ${quoteArg(workspacePath)}`,
   })
 }
 
-function quotePath(path: string): string {
-  return /^[A-Za-z0-9_./@%+=:,-]+$/.test(path) ? path : `'${path.replaceAll("'", `'\\''`)}'`
-}
-
-// ---------------------------------------------------------------------------
-// Reviewing and recording
-
-export interface Review {
-  path: string
-  snapshot: Snapshot
-  assessment: TrustAssessment
-  /** What the config file changes compared with the user's settings (empty without a file). */
-  changes: ConfigChange[]
-  /** A unified diff of the Dockerfile against the approved copy, or the template when none was approved. */
-  dockerfileDiff?: string
-  /** Everything is approved already. */
-  trusted: boolean
-}
-
-/** What `trust` shows: read .agent-sandbox/ once, compare it with the user's settings and the approved copy. */
-export function reviewWorkspace(workspacePath: string, env: NodeJS.ProcessEnv = process.env): Review {
-  const snapshot = snapshotDir(workspacePath)
-  const userLayer = readConfigFile(userConfigPath(env))
-  const store = readTrustStore(env)
-  const assessment = assess(workspacePath, snapshot, userLayer, store, env)
-  const file = join(agentSandboxDir(workspacePath), CONFIG_FILE)
-  const layer = snapshot.config ? parseConfigText(snapshot.config.toString('utf8'), file) : undefined
-  const changes = layer ? workspaceChanges(layer, lowerSettings(userLayer, workspaceDefaults(workspacePath, userLayer, env))) : []
-  let dockerfileDiff: string | undefined
-  if (snapshot.dockerfile && assessment.build !== 'template' && assessment.build !== 'approved') {
-    const text = snapshot.dockerfile.toString('utf8')
-    const approved = assessment.record?.dockerfile
-    const base = approved ?? templateDockerfile(/^ARG BASE_IMAGE_TAG=(\S+)$/m.exec(text)?.[1] ?? 'latest')
-    dockerfileDiff = unifiedDiff(base, text, approved === undefined ? 'template Dockerfile' : 'approved Dockerfile', '.agent-sandbox/Dockerfile')
-  }
-  const trusted =
-    (assessment.config === 'approved' || assessment.config === 'absent') && (assessment.build === 'approved' || assessment.build === 'template' || assessment.build === 'absent')
-  return {path: workspacePath, snapshot, assessment, changes, dockerfileDiff, trusted}
-}
 
 /** Record the reviewed bytes as approved. Returns the store's path. */
 export function recordTrust(workspacePath: string, snapshot: Snapshot, by: TrustRecord['by'], env: NodeJS.ProcessEnv = process.env): string {
@@ -412,64 +308,4 @@ export function listTrusted(env: NodeJS.ProcessEnv = process.env): {workspaces: 
       return {path, approvedAt: record.approvedAt, by: record.by, status}
     })
   return {workspaces, trustedPaths: readConfigFile(userConfigPath(env))?.trustedPaths ?? []}
-}
-
-// ---------------------------------------------------------------------------
-// A unified diff (line-based, longest common subsequence; Dockerfiles are small)
-
-export function unifiedDiff(before: string, after: string, fromLabel: string, toLabel: string, context = 3): string {
-  const a = before.split('\n')
-  const b = after.split('\n')
-  const lcs: number[][] = Array.from({length: a.length + 1}, () => new Array<number>(b.length + 1).fill(0))
-  for (let i = a.length - 1; i >= 0; i--) for (let j = b.length - 1; j >= 0; j--) lcs[i][j] = a[i] === b[j] ? lcs[i + 1][j + 1] + 1 : Math.max(lcs[i + 1][j], lcs[i][j + 1])
-  // Each op with the 1-based line numbers it has in `before` and `after` (0 where it has none).
-  const ops: Array<{op: ' ' | '-' | '+'; line: string; ai: number; bi: number}> = []
-  for (let i = 0, j = 0; i < a.length || j < b.length; ) {
-    if (i < a.length && j < b.length && a[i] === b[j]) ops.push({op: ' ', line: a[i++], ai: i, bi: ++j})
-    else if (i < a.length && (j === b.length || lcs[i + 1][j] >= lcs[i][j + 1])) ops.push({op: '-', line: a[i++], ai: i, bi: 0})
-    else ops.push({op: '+', line: b[j++], ai: 0, bi: j})
-  }
-  const changed = ops.flatMap((o, k) => (o.op === ' ' ? [] : [k]))
-  const out = [`--- ${fromLabel}`, `+++ ${toLabel}`]
-  for (let h = 0; h < changed.length; ) {
-    let last = h
-    while (last + 1 < changed.length && changed[last + 1] - changed[last] <= 2 * context + 1) last++
-    const start = Math.max(0, changed[h] - context)
-    const end = Math.min(ops.length, changed[last] + context + 1)
-    const hunk = ops.slice(start, end)
-    // Line numbers before the hunk: the lines of each side consumed by the ops before it.
-    const aBefore = ops.slice(0, start).filter((o) => o.op !== '+').length
-    const bBefore = ops.slice(0, start).filter((o) => o.op !== '-').length
-    const aLen = hunk.filter((o) => o.op !== '+').length
-    const bLen = hunk.filter((o) => o.op !== '-').length
-    out.push(`@@ -${aLen ? aBefore + 1 : aBefore},${aLen} +${bLen ? bBefore + 1 : bBefore},${bLen} @@`)
-    for (const o of hunk) out.push(`${o.op}${o.line}`)
-    h = last + 1
-  }
-  return out.join('\n')
-}
-
-const PART_WORDS: Record<PartState | 'template', string> = {
-  absent: 'none',
-  approved: 'trusted',
-  changed: 'changed since you trusted it',
-  new: 'not trusted yet',
-  template: "init's template",
-}
-
-/** What `trust` prints before it asks: each change the config makes, the Dockerfile's state and diff. Pure. */
-export function formatReview(review: Review): string[] {
-  const {assessment} = review
-  const lines = [`workspace ${review.path}`]
-  lines.push(`.agent-sandbox/config.json: ${PART_WORDS[assessment.config]}`)
-  if (assessment.config !== 'absent') {
-    if (review.changes.length === 0) lines.push('  (changes nothing compared with your settings)')
-    for (const c of review.changes) lines.push(`  ${c.widens ? 'widens ' : 'narrows'}  ${c.key}: ${c.summary}`)
-  }
-  lines.push(`.agent-sandbox/Dockerfile: ${PART_WORDS[assessment.build]}`)
-  const others = assessment.buildChanged.filter((f) => f !== DOCKERFILE)
-  if (assessment.build === 'changed' && others.length) lines.push(`  other build files that differ: ${others.join(', ')}`)
-  if (review.dockerfileDiff) lines.push(...review.dockerfileDiff.split('\n').map((l) => `  ${l}`))
-  if (assessment.build !== 'template' && assessment.build !== 'absent') lines.push('  (a build runs these steps with an open network)')
-  return lines
 }

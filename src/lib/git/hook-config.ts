@@ -1,5 +1,5 @@
 /**
- * Hook frameworks and their configuration (issue 20): which of husky,
+ * Hook frameworks and their configuration: which of husky,
  * lefthook, pre-commit, overcommit, lint-staged, commitlint and
  * simple-git-hooks a repository uses, and which of its files configure them.
  * `start` mounts those files read-only (the protected-path mechanism), so

@@ -8,7 +8,6 @@ import {readFileSync} from 'node:fs'
 import {isIP} from 'node:net'
 import {homedir} from 'node:os'
 import {join} from 'node:path'
-import type {GithubSettings} from '../config/schema.js'
 import {ConfigError, isTlsFailure, SandboxError, UsageError} from '../errors.js'
 import {extraTrust} from '../util/tls.js'
 import {lazyImport} from '../util/lazy-import.js'
@@ -33,7 +32,20 @@ export interface MintedToken {
   expiresAt: string
 }
 
-export type Minter = (config: AppConfig) => Promise<MintedToken>
+/**
+ * The GitHub App settings this area reads: the `github` key of the merged
+ * settings (config/schema.ts), with the API URL and the refresh margin defaulted.
+ */
+export interface GithubAppSettings {
+  appId?: number | string
+  installationId?: number
+  privateKeyPath?: string
+  apiUrl: string
+  gitUrl?: string
+  refreshMarginSeconds: number
+}
+
+export type TokenMinter = (config: AppConfig) => Promise<MintedToken>
 
 const REQUIRED = ['appId', 'installationId', 'privateKeyPath'] as const
 const ENV_NAME = {appId: 'AGENT_SANDBOX_GITHUB_APP_ID', installationId: 'AGENT_SANDBOX_GITHUB_INSTALLATION_ID', privateKeyPath: 'AGENT_SANDBOX_GITHUB_PRIVATE_KEY_PATH'}
@@ -42,7 +54,7 @@ const ENV_NAME = {appId: 'AGENT_SANDBOX_GITHUB_APP_ID', installationId: 'AGENT_S
  * The App settings, or undefined when none of appId/installationId/privateKeyPath
  * is set. Half a configuration is an error naming what is missing.
  */
-export function resolveAppConfig(github: GithubSettings, env: NodeJS.ProcessEnv = process.env): AppConfig | undefined {
+export function resolveAppConfig(github: GithubAppSettings, env: NodeJS.ProcessEnv = process.env): AppConfig | undefined {
   const set = REQUIRED.filter((k) => github[k] !== undefined)
   if (set.length === 0) return undefined
   const missing = REQUIRED.find((k) => github[k] === undefined)
@@ -141,7 +153,7 @@ export function describeMintFailure(error: unknown, config: AppConfig): string {
 }
 
 /** Mint a fresh installation token (never a cached one) through @octokit/auth-app. */
-export const mintInstallationToken: Minter = async (config) => {
+export const mintInstallationToken: TokenMinter = async (config) => {
   const privateKey = readPrivateKey(config.privateKeyPath)
   const [{createAppAuth}, {request}, trusting] = await Promise.all([
     lazyImport<typeof import('@octokit/auth-app')>('@octokit/auth-app'),

@@ -11,10 +11,10 @@ import {dirname, join} from 'node:path'
 import {baseImageDir} from '../util/assets.js'
 import {UsageError} from '../errors.js'
 import {run} from '../util/proc.js'
-import {cloneUrl, GithubAppError, mintInstallationToken, urlOrigin, type AppConfig, type Minter} from './app.js'
+import {cloneUrl, GithubAppError, mintInstallationToken, urlOrigin, type AppConfig, type TokenMinter} from './app.js'
 
 export interface CloneOptions {
-  mint?: Minter
+  mint?: TokenMinter
   env?: NodeJS.ProcessEnv
 }
 

@@ -1,13 +1,11 @@
 /** What a sandbox needs for the GitHub App: computed from settings without touching anything. */
-import type {GithubSettings} from '../config/schema.js'
 import {ConfigError} from '../errors.js'
 import type {MaskedSecret} from '../network/gateway/secrets.js'
 import type {GhappSpec} from '../sandbox/spec.js'
 import type {Workspace} from '../workspace.js'
-import {appHosts, ghHost, resolveAppConfig, urlOrigin, type AppConfig} from './app.js'
-import type {AppRecord} from './refresher.js'
+import {appHosts, ghHost, resolveAppConfig, urlOrigin, type AppConfig, type GithubAppSettings} from './app.js'
 import {siteOf} from './remotes.js'
-import {readSurrogate, readToken, tokenPaths, type Owner} from './token-store.js'
+import {readSurrogate, readToken, tokenPaths, type AppRecord, type Owner} from './token-store.js'
 
 export interface GhappPlan {
   name: string
@@ -57,7 +55,7 @@ export function tokenOwner(ws: Workspace): Owner {
 }
 
 /** Undefined when no App is configured; a ConfigError when half of one is. */
-export function planGhapp(ws: Workspace, github: GithubSettings, name: string, env: NodeJS.ProcessEnv): GhappPlan | undefined {
+export function planGhapp(ws: Workspace, github: GithubAppSettings, name: string, env: NodeJS.ProcessEnv): GhappPlan | undefined {
   const config = resolveAppConfig(github, env)
   if (!config) return undefined
   return {

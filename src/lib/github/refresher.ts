@@ -18,31 +18,24 @@ import {SandboxError} from '../errors.js'
 import {Labels, Names} from '../workspace.js'
 import {gatewayCommand} from '../network/gateway/ports.js'
 import {GHAPP_SECRET} from './plan.js'
-import {describeMintFailure, GithubAppError, mintInstallationToken, type AppConfig, type Minter} from './app.js'
+import {describeMintFailure, GithubAppError, mintInstallationToken, type TokenMinter} from './app.js'
 import {
   daemonPidPath,
   ensurePrivateDir,
   formatGithubState,
   readJson,
   readPid,
-  readStatus,
+  readTokenStatus,
   refresherAlive,
   removeTokenDir,
   tokenPaths,
   writeJson,
   writeStatus,
   writeToken,
-  type Owner,
   type TokenPaths,
   type TokenStatus,
+  type AppRecord,
 } from './token-store.js'
-
-/** What `start` leaves in app.json for the refresher (no secrets: a key path, not the key). */
-export interface AppRecord {
-  config: AppConfig
-  owner: Owner
-  workspace: string
-}
 
 export interface Target {
   name: string
@@ -84,7 +77,7 @@ export function nextAttemptAt(status: TokenStatus | undefined, marginSeconds: nu
 }
 
 export interface RefreshDeps {
-  mint?: Minter
+  mint?: TokenMinter
   now?: () => number
   log?: (line: string) => void
   /** Hand a new token to the sandbox's gateway (deliverToGateway); a failure counts as a failed refresh. */
@@ -109,7 +102,7 @@ export async function deliverToGateway(engine: Engine, sandbox: string, token: s
 export async function refreshTarget(target: Target, deps: RefreshDeps = {}): Promise<string | undefined> {
   const mint = deps.mint ?? mintInstallationToken
   const now = deps.now ?? Date.now
-  const previous = readStatus(target.paths) ?? {failures: 0}
+  const previous = readTokenStatus(target.paths) ?? {failures: 0}
   try {
     const minted = await mint(target.record.config)
     // Removed (agent-sandbox rm) while we were asking: do not bring the directory back.
@@ -204,7 +197,7 @@ export interface GithubRowStatus {
 
 /** For `list`: the token's state from status.json and who refreshes it. */
 export function githubRowStatus(name: string, running: boolean, env: NodeJS.ProcessEnv, now = Date.now()): GithubRowStatus {
-  const status = readStatus(tokenPaths(name, env))
+  const status = readTokenStatus(tokenPaths(name, env))
   const refresher = refresherFor(name, env)
   return {
     summary: formatGithubState(status, refresher, running, now),
@@ -295,7 +288,7 @@ async function refreshPass(options: LoopOptions, warned: Set<string>): Promise<n
   for (const target of targets) {
     if (signal.aborted) break
     margin = Math.min(margin, target.record.config.refreshMarginSeconds)
-    if (nextAttemptAt(readStatus(target.paths), target.record.config.refreshMarginSeconds) <= now) {
+    if (nextAttemptAt(readTokenStatus(target.paths), target.record.config.refreshMarginSeconds) <= now) {
       await refreshTarget(target, {deliver: (name, token) => deliverToGateway(engine, name, token), ...options.deps, log})
     }
   }

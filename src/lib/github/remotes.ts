@@ -9,9 +9,8 @@
  */
 import {readFileSync, statSync} from 'node:fs'
 import {isAbsolute, join, resolve} from 'node:path'
-import type {GithubSettings} from '../config/schema.js'
 import type {HttpRule} from '../network/gateway/rules.js'
-import {gitBaseUrl} from './app.js'
+import {gitBaseUrl, type GithubAppSettings} from './app.js'
 
 export interface RepoSlug {
   owner: string
@@ -79,7 +78,7 @@ export function siteOf(gitHost: string): GithubSite {
 }
 
 /** github.com, and the service the github settings point at (GitHub Enterprise), by its git host. */
-export function githubSites(github: Pick<GithubSettings, 'apiUrl' | 'gitUrl'>): GithubSite[] {
+export function githubSites(github: Pick<GithubAppSettings, 'apiUrl' | 'gitUrl'>): GithubSite[] {
   const hosts = ['github.com']
   try {
     hosts.push(new URL(github.gitUrl ?? gitBaseUrl(github.apiUrl)).hostname.toLowerCase())
@@ -144,7 +143,7 @@ export function workspaceGitConfig(workspacePath: string): string | undefined {
 }
 
 /** The GitHub rules of a workspace from its remotes (none without a repository or a GitHub remote). */
-export function workspaceGithubRules(workspacePath: string, github: Pick<GithubSettings, 'apiUrl' | 'gitUrl'>): HttpRule[] {
+export function workspaceGithubRules(workspacePath: string, github: Pick<GithubAppSettings, 'apiUrl' | 'gitUrl'>): HttpRule[] {
   const config = workspaceGitConfig(workspacePath)
   return config ? githubRules(parseRemoteUrls(config), githubSites(github)) : []
 }

@@ -21,6 +21,7 @@ import {closeSync, fchownSync, fsyncSync, lstatSync, mkdirSync, openSync, readFi
 import {homedir} from 'node:os'
 import {basename, dirname, isAbsolute, join} from 'node:path'
 import {SandboxError} from '../errors.js'
+import type {AppConfig} from './app.js'
 import {makeSurrogate, sameShape} from '../network/gateway/secrets.js'
 
 export const TOKEN_FILE = 'ghapp_token'
@@ -31,6 +32,13 @@ export const CONTAINER_TOKEN_PATH = `${CONTAINER_SECRETS_DIR}/${TOKEN_FILE}`
 export interface Owner {
   uid: number
   gid: number
+}
+
+/** What `start` leaves in app.json for the refresher (no secrets: a key path, not the key). */
+export interface AppRecord {
+  config: AppConfig
+  owner: Owner
+  workspace: string
 }
 
 export interface TokenPaths {
@@ -187,7 +195,7 @@ export interface TokenStatus {
   nextAttemptAt?: string
 }
 
-export function readStatus(paths: TokenPaths): TokenStatus | undefined {
+export function readTokenStatus(paths: TokenPaths): TokenStatus | undefined {
   try {
     const value = JSON.parse(readFileSync(paths.status, 'utf8')) as TokenStatus
     return typeof value === 'object' && value ? {...value, failures: Number(value.failures) || 0} : undefined

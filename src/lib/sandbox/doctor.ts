@@ -9,7 +9,7 @@ import {baseImageDir} from '../util/assets.js'
 import {NotReadyError, SandboxError} from '../errors.js'
 import type {Context} from '../context.js'
 import {parseHookConfigLabel} from '../git/hook-config.js'
-import {describeGateway, hasGateway, lastLine, NOT_READY, readStatus, requireRunning, table, type FirewallStatus, type GatewayDescription, type RunningSandbox} from '../network/firewall.js'
+import {describeGateway, hasGateway, lastLine, NOT_READY, readFirewallStatus, requireRunning, table, type FirewallStatus, type GatewayDescription, type RunningSandbox} from '../network/firewall.js'
 import {allowlistMatch, isIpLiteral, normaliseHost, parseDomainEnv} from '../network/gateway/policy.js'
 import {ruleHostMatches, rulesFor} from '../network/gateway/rules.js'
 import {parseRequestLog, REQUEST_LOG} from '../network/gateway/log.js'
@@ -40,7 +40,7 @@ export interface DoctorReport {
  * The rules in force, from firewall-status run as root: default-deny policies,
  * a final REJECT, and no ACCEPT in OUTPUT that is not one of ours.
  */
-export function checkRules(status: FirewallStatus): DoctorCheck[] {
+export function checkFirewallRules(status: FirewallStatus): DoctorCheck[] {
   if (!status.rulesReadable) return [{name: 'rules', status: 'fail', detail: 'the rules could not be read as root'}]
   const checks = [checkFamily('rules-ipv4', status.rules, 'icmp-port-unreachable'), checkFamily('rules-ipv6', status.rules6, 'icmp6-port-unreachable')]
   checks.push(
@@ -122,8 +122,8 @@ export function doctorScript(): string {
 export async function runDoctor(ctx: Context, ws: Workspace, options: {branch?: string} = {}): Promise<DoctorReport> {
   const sandbox = await requireRunning(ctx, ws, options.branch)
   const checks: DoctorCheck[] = []
-  const status = sandbox.network === 'firewall' ? await readStatus(ctx, sandbox) : undefined
-  if (status) checks.push(...checkRules(status))
+  const status = sandbox.network === 'firewall' ? await readFirewallStatus(ctx, sandbox) : undefined
+  if (status) checks.push(...checkFirewallRules(status))
   else checks.push({name: 'network-mode', status: sandbox.network === 'none' ? 'pass' : 'fail', detail: sandbox.network === 'none' ? 'none: no network at all' : 'open: egress is NOT filtered'})
   // The protected mounts as root: in a compromised sandbox every process of node is killed (mount-watch.sh).
   const m = await ctx.engine.containers.exec(sandbox.id, ['bash', '-c', doctorScript(), 'sandbox-doctor', '--mounts'], {user: 'root'})

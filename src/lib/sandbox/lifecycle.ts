@@ -11,18 +11,20 @@ import {hostGitIdentity} from '../git/identity.js'
 import {buildRepoImage} from '../images/build.js'
 import {withLock} from '../util/lock.js'
 import {nestedSeccompProfile} from '../util/assets.js'
-import {compromisedReason, lostMount, MountsNotRestoredError, restartNotice} from '../git/mount-watch.js'
-import {provisionBranch} from '../git/shelf.js'
+import {compromisedReason, lostMount, MountsNotRestoredError, restartNotice} from './compromised-marker.js'
+import {provisionBranch} from './repo-shelf.js'
 import {createPlaceholders, fsKindOf, planProtectedPaths} from '../git/protected.js'
 import {detectHookConfig, fsHookProbe, hooksDirOf, hooksPathFromConfig, hookConfigLabel, type HookConfigReport} from '../git/hook-config.js'
 import {silentReporter, type Reporter} from '../reporter.js'
 import {buildGateSpec, buildGatewaySpec, buildSpec, checkDockerNetwork, NESTED_STORE, SANDBOX_EXEC, STATE_DIR, toCreateOptions, type SandboxSpec} from './spec.js'
 import {GATEWAY_DEFAULTS, SECRETS_FILE} from '../network/gateway/ports.js'
 import type {GatewaySecrets} from '../network/gateway/server.js'
-import {caCertLine, ensureGatewayCa, ephemeralGatewayCa, liveRules, removeGatewayCa} from '../network/gateway-ca.js'
+import {caCertLine, ensureGatewayCa, ephemeralGatewayCa, removeGatewayCa} from '../network/gateway-ca.js'
+import {liveRules} from '../network/gateway-live-rules.js'
 import {gatewayAddRule, gatewayAllow} from '../network/firewall.js'
 import {isMasked, makeSurrogate, type MaskedSecret} from '../network/gateway/secrets.js'
-import {Labels, Names, quoteArg, requireInitialised, sanitizeBranch, type Workspace} from '../workspace.js'
+import {Labels, Names, requireInitialised, sanitizeBranch, type Workspace} from '../workspace.js'
+import {quoteArg} from '../util/shell-quote.js'
 import {assertGatewayCanCarry, GHAPP_SECRET, ghappSecret, planGhapp, type GhappPlan} from '../github/plan.js'
 import {readToken, tokenPaths} from '../github/token-store.js'
 import {deliverToGateway, ensureRefresher, provisionToken, removeAppToken} from '../github/refresher.js'
@@ -231,7 +233,7 @@ export async function startSandbox(ctx: Context, ws: Workspace, options: Sandbox
           if (existing.labels[Labels.ghapp] === '1') ensureRefresher(name, ctx.env ?? process.env, ctx.launchRefresher)
           return {name, action: 'running' as const, container: existing}
         }
-        // The host detached a protected mount (mount-watch.ts): a restart mounts it again (and makes the gate anew).
+        // The host detached a protected mount (compromised-marker.ts): a restart mounts it again (and makes the gate anew).
         reporter.info(restartNotice(name, lost))
         reporter = {...reporter, step: (_label, work) => work()}
         ctx = {...ctx, reporter}
@@ -260,14 +262,14 @@ export async function startSandbox(ctx: Context, ws: Workspace, options: Sandbox
           const [container] = await Promise.all([
             waitReady(ctx, existing),
             prepared.gate ? startGate(ctx, prepared.gate) : undefined,
-            prepared.gateway ? startGateway(ctx, prepared.gateway, prepared.gatewaySecrets, prepared.ghapp) : undefined,
+            prepared.gateway ? startGatewayContainer(ctx, prepared.gateway, prepared.gatewaySecrets, prepared.ghapp) : undefined,
           ])
           if (prepared.gate) await checkGate(ctx, prepared.gate.name)
           return keepFresh({name, action: 'started' as const, container})
         }
         reporter.info(`settings changed since ${name} was created; recreating it (volumes are kept)`)
         // Its gate and gateway first: Podman keeps a container that another one's network depends on.
-        await Promise.all([removeGate(ctx, Names.gate(name)), removeGate(ctx, Names.gateway(name))])
+        await Promise.all([removeCompanion(ctx, Names.gate(name)), removeCompanion(ctx, Names.gateway(name))])
         await ctx.engine.containers.remove(existing.id, {force: true})
       }
       return keepFresh(await createAndStart(ctx, ws, prepared, options))
@@ -328,7 +330,7 @@ async function createAndStart(ctx: Context, ws: Workspace, prepared: PreparedSan
         Promise.all([
           waitReady(ctx, {id: created, name: spec.name}),
           gate ? (gating = startGate(ctx, gate)) : undefined,
-          gateway ? (gatewaying = startGateway(ctx, gateway, prepared.gatewaySecrets, prepared.ghapp)) : undefined,
+          gateway ? (gatewaying = startGatewayContainer(ctx, gateway, prepared.gatewaySecrets, prepared.ghapp)) : undefined,
         ]),
       ),
     )
@@ -341,8 +343,8 @@ async function createAndStart(ctx: Context, ws: Workspace, prepared: PreparedSan
     // knows, and the gate joins the sandbox's namespaces.
     const created = id ?? (await creating?.catch(() => undefined))
     await Promise.all([starting?.catch(() => undefined), gating?.catch(() => undefined), gatewaying?.catch(() => undefined)])
-    if (prepared.gate) await removeGate(ctx, prepared.gate.name).catch(() => undefined)
-    if (prepared.gateway) await removeGate(ctx, prepared.gateway.name).catch(() => undefined)
+    if (prepared.gate) await removeCompanion(ctx, prepared.gate.name).catch(() => undefined)
+    if (prepared.gateway) await removeCompanion(ctx, prepared.gateway.name).catch(() => undefined)
     if (created) await ctx.engine.containers.remove(created, {force: true}).catch(() => undefined)
     throw error
   }
@@ -353,13 +355,13 @@ async function createAndStart(ctx: Context, ws: Workspace, prepared: PreparedSan
  * namespace as it starts, so it is made anew whenever the sandbox (re)starts.
  */
 async function startGate(ctx: Context, gate: SandboxSpec): Promise<void> {
-  await removeGate(ctx, gate.name)
+  await removeCompanion(ctx, gate.name)
   const id = await ctx.engine.containers.create(toCreateOptions(gate))
   await ctx.engine.containers.start(id)
 }
 
 /** Remove a gate or gateway (a run's too) by name: missing is fine. */
-export async function removeGate(ctx: Context, name: string): Promise<void> {
+export async function removeCompanion(ctx: Context, name: string): Promise<void> {
   const existing = await ctx.engine.containers.inspect(name)
   if (existing) await ctx.engine.containers.remove(existing.id, {force: true})
 }
@@ -390,7 +392,7 @@ async function ensureGate(ctx: Context, ws: Workspace, sandbox: ContainerInfo, o
  * no web at all (fail closed). If it does not come up, start fails (exit 6)
  * with its last message.
  */
-async function startGateway(ctx: Context, gateway: SandboxSpec, secrets: GatewaySecrets | undefined, ghapp: GhappPlan | undefined, created?: Promise<string>): Promise<void> {
+async function startGatewayContainer(ctx: Context, gateway: SandboxSpec, secrets: GatewaySecrets | undefined, ghapp: GhappPlan | undefined, created?: Promise<string>): Promise<void> {
   const id = await (created ?? createGateway(ctx, gateway))
   await ctx.engine.containers.start(id)
   const env = ctx.env ?? process.env
@@ -432,7 +434,7 @@ async function startGateway(ctx: Context, gateway: SandboxSpec, secrets: Gateway
  * gateway while the run container starts.
  */
 export async function createGateway(ctx: Context, gateway: SandboxSpec): Promise<string> {
-  await removeGate(ctx, gateway.name)
+  await removeCompanion(ctx, gateway.name)
   return ctx.engine.containers.create(toCreateOptions(gateway))
 }
 
@@ -445,7 +447,7 @@ export async function createGateway(ctx: Context, gateway: SandboxSpec): Promise
  * ready.
  */
 export async function startRunGateway(ctx: Context, gateway: SandboxSpec, secrets: GatewaySecrets | undefined, created: Promise<string>): Promise<void> {
-  await startGateway(ctx, gateway, secrets, undefined, created)
+  await startGatewayContainer(ctx, gateway, secrets, undefined, created)
 }
 
 /**
@@ -477,7 +479,7 @@ export async function ensureGateway(ctx: Context, ws: Workspace, sandbox: Contai
   if (sandbox.labels[Labels.spec] !== prepared.spec.labels[Labels.spec]) {
     reporter.warn(`the settings or secretEnv variables differ from those ${sandbox.name} was started with: its new gateway follows the current ones; restart the sandbox (agent-sandbox stop, then start) to bring both in line`)
   }
-  await startGateway(ctx, prepared.gateway, prepared.gatewaySecrets, prepared.ghapp)
+  await startGatewayContainer(ctx, prepared.gateway, prepared.gatewaySecrets, prepared.ghapp)
   // Domains added live since the sandbox started (firewall allow) are in its firewall's allowlist only.
   const saved = await ctx.engine.containers.exec(sandbox.id, ['cat', `${STATE_DIR}/allowlist`])
   const domains = saved.exitCode === 0 ? saved.stdout.split('\n').filter(Boolean) : []
@@ -635,7 +637,7 @@ export async function removeSandbox(ctx: Context, ws: Workspace, options: {branc
   const name = Names.container(ws, options.branch)
   const info = await ctx.engine.containers.inspect(name)
   const result: RemoveResult = {container: info ? 'removed' : 'missing', volumes: []}
-  await Promise.all([removeGate(ctx, Names.gate(name)), removeGate(ctx, Names.gateway(name))])
+  await Promise.all([removeCompanion(ctx, Names.gate(name)), removeCompanion(ctx, Names.gateway(name))])
   if (info) {
     await ctx.engine.containers.remove(info.id, {force: true})
   }

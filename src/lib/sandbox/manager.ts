@@ -5,7 +5,7 @@
  */
 import type {NetworkMode} from '../config/schema.js'
 import {connectEngine, type Engine} from '../engine/index.js'
-import {createEphemeral, type Limits} from './ephemeral.js'
+import {createEphemeral, type Limits} from './ephemeral-container.js'
 import {SandboxError} from '../errors.js'
 import type {Reporter} from '../reporter.js'
 import {waitReady} from './lifecycle.js'

@@ -6,7 +6,7 @@
  */
 import type {NetworkMode} from '../config/schema.js'
 import {ConflictError, NotReadyError, throwIfAborted} from '../errors.js'
-import {compromisedReason, SANDBOX_EXEC_REFUSED} from '../git/mount-watch.js'
+import {compromisedReason, SANDBOX_EXEC_REFUSED} from './compromised-marker.js'
 import type {Context} from '../context.js'
 import {SANDBOX_EXEC, SANDBOX_USER} from './spec.js'
 import {Labels, Names, type Workspace} from '../workspace.js'

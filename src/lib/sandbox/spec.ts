@@ -8,7 +8,8 @@ import {readFileSync} from 'node:fs'
 import {posix} from 'node:path'
 import type {NetworkMode, RegistryPreset, Settings} from '../config/schema.js'
 import {MIN_CPUS, MIN_MEMORY_BYTES, parseSize} from '../config/limits.js'
-import {Labels, md5, Names, quoteArg, sanitizeBranch, workspaceLabels, type Workspace} from '../workspace.js'
+import {Labels, md5, Names, sanitizeBranch, workspaceLabels, type Workspace} from '../workspace.js'
+import {quoteArg} from '../util/shell-quote.js'
 import type {MountSpec} from '../engine/types.js'
 import {UsageError} from '../errors.js'
 import {GATEWAY_DEFAULTS, gatewayCommand} from '../network/gateway/ports.js'
@@ -551,7 +552,7 @@ export function buildGatewaySpec(ws: Workspace, sandbox: SandboxSpec, options: {
   const env: EnvEntry[] = [
     {name: 'AGENT_SANDBOX_GATEWAY_PORTS', value: `${GATEWAY_DEFAULTS.httpPort},${GATEWAY_DEFAULTS.tlsPort}`, secret: false},
     ...(allow ? [{...allow}] : []),
-    // Not secret (the CA key is not here: it comes over an exec's stdin, lifecycle.ts startGateway).
+    // Not secret (the CA key is not here: it comes over an exec's stdin, lifecycle.ts startGatewayContainer).
     ...(options.httpRules?.length ? [{name: 'AGENT_SANDBOX_GATEWAY_RULES', value: JSON.stringify(options.httpRules), secret: false}] : []),
     // Names only: the gateway intercepts every TLS connection then, and waits for the values (stdin) before it lets anything out.
     ...(options.masked?.length ? [{name: 'AGENT_SANDBOX_GATEWAY_MASKED', value: options.masked.join(','), secret: false}] : []),

@@ -78,7 +78,7 @@ export function rulesFor(host: string, rules: readonly HttpRule[]): HttpRule[] {
 }
 
 const globCache = new Map<string, RegExp>()
-export function globToRegExp(glob: string): RegExp {
+export function globToRegExpAcrossSlashes(glob: string): RegExp {
   let re = globCache.get(glob)
   if (!re) {
     re = new RegExp(`^${glob.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`)
@@ -116,7 +116,7 @@ export type RuleVerdict = {allowed: true; rule?: string} | {allowed: false; rule
 export function checkRules(host: string, method: string, path: string, rules: readonly HttpRule[]): RuleVerdict {
   const mine = rulesFor(host, rules)
   if (!mine.length) return {allowed: true}
-  const admitting = mine.find((r) => (!r.methods || r.methods.includes(method.toUpperCase())) && (!r.paths || r.paths.some((g) => globToRegExp(g).test(path))))
+  const admitting = mine.find((r) => (!r.methods || r.methods.includes(method.toUpperCase())) && (!r.paths || r.paths.some((g) => globToRegExpAcrossSlashes(g).test(path))))
   if (admitting) return {allowed: true, rule: describeRule(admitting)}
   // Name the rule that refused: the first whose method list admits it failed on the path, else the first.
   const byMethod = mine.find((r) => !r.methods || r.methods.includes(method.toUpperCase()))

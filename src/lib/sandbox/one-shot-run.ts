@@ -8,8 +8,8 @@
 import type {NetworkMode} from '../config/schema.js'
 import {NotReadyError, untilAborted} from '../errors.js'
 import {parseRequestLog, type RequestLogEntry} from '../network/gateway/log.js'
-import {createGateway, removeGate, startRunGateway} from './lifecycle.js'
-import {createEphemeral, type Limits, type EphemeralOptions} from './ephemeral.js'
+import {createGateway, removeCompanion, startRunGateway} from './lifecycle.js'
+import {createEphemeral, type Limits, type EphemeralOptions} from './ephemeral-container.js'
 import type {Context} from '../context.js'
 import type {Workspace} from '../workspace.js'
 
@@ -149,7 +149,7 @@ export async function runOneShot(ctx: Context, ws: Workspace, options: OneShotOp
     if (created.gateway) {
       const gateway = created.gateway.name
       await gatewaying?.catch(() => undefined)
-      const gatewayGone = removeGate(ctx, gateway).catch(() => undefined)
+      const gatewayGone = removeCompanion(ctx, gateway).catch(() => undefined)
       if ((await kind) === 'docker') await Promise.all([gatewayGone, removeRun()])
       else await gatewayGone.then(removeRun)
     } else await removeRun()
