@@ -118,9 +118,9 @@ export async function buildBase(ctx: Context, options: BuildBaseOptions): Promis
   if (!/^(debian|\d+\.\d+\.\d+)$/.test(options.gitDeltaVersion)) {
     throw new UsageError(`invalid git-delta version: ${JSON.stringify(options.gitDeltaVersion)}`, {hint: 'use "debian" (Debian\'s package) or a release such as 0.18.2'})
   }
-  const certs = trustedCerts(options.ca, reporter)
-  // The engine first: with none, say so (exit 3) before asking npm for anything.
+  // The engine first: with none, say so (exit 3) in one line, before anything else is said or asked of npm.
   await engine.ping()
+  const certs = trustedCerts(options.ca, reporter)
   const versions = await reporter.step('Resolving tool versions', () => resolveVersions(options.versions, options.registry ?? npmRegistry))
   reporter.info(`claude-code ${versions.claudeCode}, codex ${versions.codex}, ast-grep ${versions.astGrep}, git-delta ${options.gitDeltaVersion}`)
   const context = mkdtempSync(join(tmpdir(), 'agent-sandbox-base-'))
