@@ -115,7 +115,7 @@ export async function prepareSandbox(ws: Workspace, options: SandboxOptions, env
   // (its own git directory over it, or branch mode's read-only checkout), so
   // paths under it need no mounts of their own.
   const paths = git === 'repository' || branchMode ? settings.protectedPaths.filter((p) => !/^(\.\/)*\.git(\/|$)/.test(p)) : [...settings.protectedPaths, '.git']
-  // Hook frameworks' configuration (issue 20): existing files only, so no placeholders come of it.
+  // Hook frameworks' configuration: existing files only, so no placeholders come of it.
   // Branch mode's checkout of the host is read-only as a whole: the detection only tells the gate what to flag.
   const probe = fsHookProbe(ws.path)
   const hookConfig = settings.protectHookConfig ? detectHookConfig(probe, ws.path) : undefined
