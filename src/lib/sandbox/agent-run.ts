@@ -51,8 +51,11 @@ export interface AgentRunOptions {
 /** Run the agent in the sandbox (started if needed, its image rebuilt first when stale); resolves to the agent's exit code. */
 export async function runAgent(ctx: Context, ws: Workspace, agent: AgentName, args: readonly string[], options: AgentRunOptions): Promise<number> {
   const session = {branch: options.branch, network: options.network, build: true}
-  // Started (or checked) here, so that a missing image is built and a stale one rebuilt before the agent runs.
-  await ensureRunning(ctx, ws, session)
   const command = agentCommand(agent, args)
-  return execInSandbox(ctx, ws, command, {...session, attach: options.tty ? {tty: true, term: options.term} : {io: options.io}})
+  // On a terminal, execInSandbox starts (or checks) the sandbox first. Without one it goes straight to a running
+  // sandbox, as a warm `exec` does: started (or checked) here, so that a stale image is rebuilt before the agent runs.
+  if (options.tty) return execInSandbox(ctx, ws, command, {...session, attach: {tty: true, term: options.term}})
+  await ensureRunning(ctx, ws, session)
+  // Its network mode checked by ensureRunning: without one, execInSandbox checks nothing twice.
+  return execInSandbox(ctx, ws, command, {...session, network: undefined, attach: {io: options.io}})
 }
