@@ -1,7 +1,6 @@
 import {describe, expect, it} from 'vitest'
 import type {ContainerSummary, VolumeInfo} from '../../src/lib/engine/index.js'
 import {parseAge, planPrune, type SandboxFacts} from '../../src/lib/sandbox/prune.js'
-import {parsePortSpec} from '../../src/lib/sandbox/port-forward.js'
 
 const DAY = 86_400_000
 const NOW = Date.parse('2026-11-28T12:00:00Z')
@@ -71,17 +70,5 @@ describe('parseAge', () => {
 
   it('refuses anything else in one line naming the flag', () => {
     for (const bad of ['', '7 days', '-1d', '7y', 'd']) expect(() => parseAge(bad)).toThrow(/--older-than is not a duration/)
-  })
-})
-
-describe('parsePortSpec', () => {
-  it('reads PORT, HOST:SANDBOX and 0:SANDBOX', () => {
-    expect(parsePortSpec('3000')).toEqual({host: 3000, container: 3000})
-    expect(parsePortSpec('8080:3000')).toEqual({host: 8080, container: 3000})
-    expect(parsePortSpec('0:5173')).toEqual({host: 0, container: 5173})
-  })
-
-  it('refuses what is not a port', () => {
-    for (const bad of ['', 'abc', '0', '70000', '8080:0', '1:2:3', ':3000', '3000:', '-1', '80.5']) expect(() => parsePortSpec(bad), bad).toThrow(/not a port to forward/)
   })
 })
