@@ -3,7 +3,7 @@ import type {Readable} from 'node:stream'
 import {describe, expect, it, vi} from 'vitest'
 import type {ExecOptions} from '../../src/lib/engine/containers.js'
 import type {ExecResult} from '../../src/lib/engine/index.js'
-import {forwardPorts, parsePortSpec, RELAY} from '../../src/lib/sandbox/port-forward.js'
+import {forwardPorts, parsePortSpec, relayProgram} from '../../src/lib/sandbox/port-forward.js'
 import {containerInfo, fakeEngine} from './fake-engine.js'
 
 describe('parsePortSpec', () => {
@@ -47,7 +47,7 @@ describe('forwardPorts, on a fake engine whose exec echoes its input', () => {
       })
     expect(await Promise.all([talk('one'), talk('two')])).toEqual(['one', 'two'])
     expect(echoExec).toHaveBeenCalledTimes(2)
-    expect(echoExec.mock.calls[0].slice(0, 2)).toEqual(['cid', ['node', '-e', RELAY, '3000']])
+    expect(echoExec.mock.calls[0].slice(0, 2)).toEqual(['cid', ['node', '-e', relayProgram(), '3000']])
     controller.abort()
     await forwarding.closed
     await expect(talk('three')).rejects.toThrow(/ECONNREFUSED/)

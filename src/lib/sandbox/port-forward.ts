@@ -7,10 +7,13 @@
  * changes: no published port, no firewall rule (the traffic is the user's,
  * inbound, over the engine's API, and stays on the sandbox's loopback).
  */
+import {readFileSync} from 'node:fs'
 import {createServer, type Server, type Socket} from 'node:net'
+import {join} from 'node:path'
 import type {Context} from '../context.js'
 import {NotReadyError, UsageError} from '../errors.js'
 import {silentReporter} from '../reporter.js'
+import {templatesDir} from '../util/assets.js'
 import {SANDBOX_USER} from './spec.js'
 
 export interface PortMapping {
@@ -31,11 +34,10 @@ export function parsePortSpec(spec: string): PortMapping {
   return {host, container}
 }
 
-/** The relay inside: `node -e RELAY <port>`; stdin to the port, the port to stdout, each end of input passed on. */
-export const RELAY = `const s = require('net').connect(Number(process.argv[1]), '127.0.0.1');
-s.on('error', (e) => { process.stderr.write((e.code || e.message) + '\\n'); process.exit(1) });
-s.on('connect', () => { process.stdin.pipe(s); s.pipe(process.stdout) });
-process.stdout.on('error', () => process.exit(0));`
+/** The relay run inside for each connection (`node -e RELAY <port>`), shipped as templates/port-relay.cjs. */
+export function relayProgram(): string {
+  return readFileSync(join(templatesDir, 'port-relay.cjs'), 'utf8')
+}
 
 export interface Forwarding {
   /** What listens, once every port does. */
@@ -53,6 +55,7 @@ export async function forwardPorts(ctx: Context, name: string, mappings: readonl
   const reporter = ctx.reporter ?? silentReporter
   const info = await ctx.engine.containers.inspect(name)
   if (!info?.running) throw new NotReadyError(`sandbox ${name} is not running`, {hint: `start it first: ${hint.start}`})
+  const program = relayProgram()
   const servers: Server[] = []
   const sockets = new Set<Socket>()
   const bound: PortMapping[] = []
@@ -66,7 +69,7 @@ export async function forwardPorts(ctx: Context, name: string, mappings: readonl
       done.abort()
     })
     ctx.engine.containers
-      .exec(info.id, ['node', '-e', RELAY, String(port)], {user: SANDBOX_USER, stdin: socket, stdout: socket, collect: false, onStderr: (c) => errors.push(c), signal: done.signal})
+      .exec(info.id, ['node', '-e', program, String(port)], {user: SANDBOX_USER, stdin: socket, stdout: socket, collect: false, onStderr: (c) => errors.push(c), signal: done.signal})
       .then(
         (result) => {
           socket.end()
