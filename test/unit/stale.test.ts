@@ -54,6 +54,7 @@ describe('olderImageNotice', () => {
 
   it('says nothing when it runs on the current image, or there is none', () => {
     expect(olderImageNotice(ws, {name: 'sbx', imageId: 'sha256:new'}, 'sha256:new')).toBeUndefined()
+    expect(olderImageNotice(ws, {name: 'sbx', imageId: 'new'}, 'sha256:new')).toBeUndefined()
     expect(olderImageNotice(ws, {name: 'sbx', imageId: 'sha256:old'}, undefined)).toBeUndefined()
   })
 })

@@ -49,9 +49,14 @@ export async function refreshRepoImage(ctx: Context, ws: Workspace, options: {ba
   return (await ctx.engine.images.inspect(current.image))?.id
 }
 
+/** Whether two image IDs are the same image (Podman leaves out the `sha256:` of Docker's form in places). Pure. */
+export function sameImageId(a: string, b: string): boolean {
+  return a.replace(/^sha256:/, '') === b.replace(/^sha256:/, '')
+}
+
 /** The one line that names a running sandbox on an older image, and the commands that recreate it; undefined when it runs on `imageId`. Pure. */
 export function olderImageNotice(ws: Workspace, sandbox: Pick<ContainerInfo, 'name' | 'imageId'>, imageId: string | undefined, branch?: string): string | undefined {
-  if (imageId === undefined || sandbox.imageId === imageId) return undefined
+  if (imageId === undefined || sameImageId(sandbox.imageId, imageId)) return undefined
   const args = `${quoteArg(ws.path)}${branch === undefined ? '' : ` --branch ${quoteArg(branch)}`}`
   return `${sandbox.name} runs an older image than ${Names.image(ws)}:latest; recreate it to use the new one: agent-sandbox stop ${args} && agent-sandbox start ${args}`
 }

@@ -9,7 +9,7 @@ import {isNameInUse} from '../engine/containers.js'
 import {EngineError, NotInitialisedError, NotReadyError, SandboxError, throwIfAborted, untilAborted, UsageError} from '../errors.js'
 import {hostGitIdentity} from '../git/identity.js'
 import {buildRepoImage} from '../images/build.js'
-import {olderImageNotice, refreshRepoImage} from '../images/stale.js'
+import {olderImageNotice, refreshRepoImage, sameImageId} from '../images/stale.js'
 import {withLock} from '../util/lock.js'
 import {nestedSeccompProfile} from '../util/assets.js'
 import {compromisedReason, lostMount, MountsNotRestoredError, restartNotice} from '../git/mount-watch.js'
@@ -258,7 +258,7 @@ export async function startSandbox(ctx: Context, ws: Workspace, options: Sandbox
         return result
       }
       if (existing) {
-        const sameImage = imageId === undefined || existing.imageId === imageId
+        const sameImage = imageId === undefined || sameImageId(existing.imageId, imageId)
         if (sameImage && existing.labels[Labels.spec] === prepared.spec.labels[Labels.spec]) {
           // A protected path removed on the host since: the engine would create its mount point as root.
           createPlaceholders(ws.path, prepared.placeholders, ws)
