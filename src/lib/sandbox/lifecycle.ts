@@ -9,6 +9,7 @@ import {isNameInUse} from '../engine/containers.js'
 import {EngineError, NotInitialisedError, NotReadyError, SandboxError, throwIfAborted, untilAborted, UsageError} from '../errors.js'
 import {hostGitIdentity} from '../git/identity.js'
 import {buildRepoImage} from '../images/build.js'
+import {olderImageNotice, refreshRepoImage, sameImageId} from '../images/stale.js'
 import {withLock} from '../util/lock.js'
 import {nestedSeccompProfile} from '../util/assets.js'
 import {compromisedReason, lostMount, MountsNotRestoredError, restartNotice} from './compromised-marker.js'
@@ -220,6 +221,8 @@ export async function startSandbox(ctx: Context, ws: Workspace, options: Sandbox
   return withLock(
     lockName,
     async () => {
+      // The image first: a stale one is rebuilt (an untrusted Dockerfile refused) before anything is made.
+      const imageId = await refreshRepoImage(ctx, ws, options)
       const existing = await ctx.engine.containers.inspect(name)
       let restoring: string | undefined
       if (existing?.running) {
@@ -231,6 +234,8 @@ export async function startSandbox(ctx: Context, ws: Workspace, options: Sandbox
           if (existing.labels[Labels.git] === 'gate') await ensureGate(ctx, ws, existing, options)
           if (existing.labels[Labels.network] === 'firewall') await ensureGateway(ctx, ws, existing, options)
           if (existing.labels[Labels.ghapp] === '1') ensureRefresher(name, ctx.env ?? process.env, ctx.launchRefresher)
+          const older = olderImageNotice(ws, existing, imageId, options.branch)
+          if (older) reporter.warn(older)
           return {name, action: 'running' as const, container: existing}
         }
         // The host detached a protected mount (compromised-marker.ts): a restart mounts it again (and makes the gate anew).
@@ -255,7 +260,8 @@ export async function startSandbox(ctx: Context, ws: Workspace, options: Sandbox
         return result
       }
       if (existing) {
-        if (existing.labels[Labels.spec] === prepared.spec.labels[Labels.spec]) {
+        const sameImage = imageId === undefined || sameImageId(existing.imageId, imageId)
+        if (sameImage && existing.labels[Labels.spec] === prepared.spec.labels[Labels.spec]) {
           // A protected path removed on the host since: the engine would create its mount point as root.
           createPlaceholders(ws.path, prepared.placeholders, ws)
           await reporter.step(`Starting ${name}`, () => ctx.engine.containers.start(existing.id))
@@ -267,7 +273,7 @@ export async function startSandbox(ctx: Context, ws: Workspace, options: Sandbox
           if (prepared.gate) await checkGate(ctx, prepared.gate.name)
           return keepFresh({name, action: 'started' as const, container})
         }
-        reporter.info(`settings changed since ${name} was created; recreating it (volumes are kept)`)
+        reporter.info(`${sameImage ? 'settings' : 'its image'} changed since ${name} was created; recreating it (volumes are kept)`)
         // Its gate and gateway first: Podman keeps a container that another one's network depends on.
         await Promise.all([removeCompanion(ctx, Names.gate(name)), removeCompanion(ctx, Names.gateway(name))])
         await ctx.engine.containers.remove(existing.id, {force: true})

@@ -57,6 +57,9 @@ export async function ensureRunning(ctx: Context, ws: Workspace, options: Omit<S
         hint: 'stop it first (agent-sandbox stop), then start again with the new --network',
       })
     }
+    // A stale image is rebuilt, and a sandbox on an older one named (a warm `exec` goes straight to the container instead).
+    const {checkRunningImage} = await import('../images/stale.js')
+    await checkRunningImage(ctx, ws, info, options)
     return name
   }
   // Only now the lifecycle module (settings, the schema, images, shelf): a warm exec needs one inspect and nothing else.
