@@ -325,8 +325,11 @@ start_helpers() {
   NEXT_START=$((now + 1000000))
   SETTLE_UNTIL=$((now + 1000000))
   if [[ "${#WANT[@]}" -gt 0 ]] && ! alive "$MNT_PID"; then
+    [[ -z "$MNT_PID" ]] || watch_note "findmnt is not running: starting it again, polling meanwhile"
     setpriv --pdeathsig KILL -- findmnt --poll --noheadings --raw --output ACTION >&3 2>&3 3>&- &
     MNT_PID=$!
+    # Out of the job table: no "Killed" line on stderr when it is stopped (still reaped).
+    disown "$MNT_PID"
   fi
   restart_inotify
 }
@@ -336,9 +339,14 @@ start_helpers() {
 # established." line wakes a check that covers any change made meanwhile.
 restart_inotify() {
   [[ "${#INO_PATHS[@]}" -gt 0 ]] || return 0
-  if alive "$INO_PID"; then kill -s KILL "$INO_PID" 2> /dev/null || true; fi
+  if alive "$INO_PID"; then
+    kill -s KILL "$INO_PID" 2> /dev/null || true
+  elif [[ -n "$INO_PID" ]]; then
+    watch_note "inotifywait is not running: starting it again, polling meanwhile"
+  fi
   setpriv --pdeathsig KILL -- inotifywait -m -e "$INO_EVENTS" --format %e -- "${INO_PATHS[@]}" >&3 2>&3 3>&- &
   INO_PID=$!
+  disown "$INO_PID"
 }
 
 # check: one look at everything; sets LOST once a mount is gone.

@@ -428,6 +428,8 @@ settled() {
   [ "$(cat "$TEST_TMP/findmnt.pid")" != "$first" ]
   run grep -c '^findmnt --poll --noheadings --raw --output ACTION$' "$STUB_LOG"
   assert_output 2
+  run cat "$TEST_TMP/state/mount-watch.log"
+  assert_output --regexp 'Z findmnt is not running: starting it again, polling meanwhile$'
 }
 
 @test "events: before the sandbox is ready it polls, events or not" {
