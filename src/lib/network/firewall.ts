@@ -6,7 +6,9 @@
  */
 import {chmodSync, chownSync, existsSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync} from 'node:fs'
 import {dirname, join, resolve} from 'node:path'
-import {checkConfigFile, isDomain, type NetworkMode} from '../config/schema.js'
+import {checkConfigFile, type NetworkMode} from '../config/schema.js'
+import {isWebEntry, parseAllowEntry} from '../config/allow-entry.js'
+import {allowedBy, parseDeniedLine, type DeniedConnection, type ResolvedAddress} from './firewall-denied.js'
 import {loadSettings, parseConfigText, readConfigFile, userConfigPath, workspaceConfigPath} from '../config/load.js'
 import {carryConfigApproval, configTrust, lowerSettings} from '../config/trust.js'
 import type {ContainerInfo} from '../engine/index.js'
@@ -72,15 +74,7 @@ export interface RawFirewallStatus {
   ipsets: Record<string, number | null>
   deniedDns: string[]
   deniedConnections: string[]
-}
-
-/** One denied packet, from a tcpdump line of denied.log. */
-export interface DeniedConnection {
-  time: string
-  protocol: string
-  source: string
-  destination: string
-  line: string
+  resolved?: ResolvedAddress[]
 }
 
 export interface FirewallStatus extends Omit<RawFirewallStatus, 'deniedConnections'> {
@@ -165,7 +159,7 @@ export async function requestLog(ctx: Context, ws: Workspace, options: {branch?:
   }
 }
 
-export {formatRequest}
+export {formatRequest, parseDeniedLine, type DeniedConnection}
 
 export function parseStatus(text: string, sandbox: Pick<RunningSandbox, 'name' | 'network'>): FirewallStatus {
   let raw: RawFirewallStatus
@@ -184,32 +178,13 @@ export function parseStatus(text: string, sandbox: Pick<RunningSandbox, 'name' |
     allowlist: raw.allowlist ?? [],
     ipsets: raw.ipsets ?? {},
     deniedDns: raw.deniedDns ?? [],
-    deniedConnections: (raw.deniedConnections ?? []).map(parseDeniedLine),
+    deniedConnections: (raw.deniedConnections ?? []).map(parseDeniedLine).map((c) => {
+      const entry = allowedBy(c, raw.allowlist ?? [], raw.resolved ?? [])
+      return entry ? {...c, allowedBy: entry} : c
+    }),
     gateway: 'none',
     requests: [],
   }
-}
-
-/**
- * `03:15:24.057260 IP 10.231.7.2.44918 > 10.231.7.1.80: tcp 0` (tcpdump -q on
- * NFLOG) to its parts; addresses keep their port as `addr:port` (`[v6]:port`).
- */
-export function parseDeniedLine(line: string): DeniedConnection {
-  const match = /^(\S+) (IP6?) (\S+) > (\S+?): (.*)$/.exec(line.trim())
-  if (!match) return {time: '', protocol: '', source: '', destination: '', line}
-  const [, time, family, src, dst, rest] = match
-  const word = rest.split(/[\s,]+/)[0] ?? ''
-  const protocol = /^(tcp|udp)$/i.test(word) ? word.toLowerCase() : /icmp6?/i.exec(rest)?.[0].toLowerCase() ?? word.toLowerCase()
-  const withPort = protocol === 'tcp' || protocol === 'udp'
-  return {time, protocol, source: endpoint(src, family === 'IP6', withPort), destination: endpoint(dst, family === 'IP6', withPort), line}
-}
-
-function endpoint(text: string, v6: boolean, withPort: boolean): string {
-  if (!withPort) return text
-  const dot = text.lastIndexOf('.')
-  if (dot === -1) return text
-  const address = text.slice(0, dot)
-  return v6 ? `[${address}]:${text.slice(dot + 1)}` : `${address}:${text.slice(dot + 1)}`
 }
 
 export function formatStatus(status: FirewallStatus | {container: string; network: NetworkMode}): string {
@@ -228,7 +203,7 @@ export function formatStatus(status: FirewallStatus | {container: string; networ
   } else {
     out.push('Rules in force: not readable', '')
   }
-  section(`Allowlist (${status.allowlist.length} domains, each with its subdomains):`, status.allowlist)
+  section(`Allowlist (${status.allowlist.length} entries, each with its subdomains; a name alone is TCP 80/443 through the gateway):`, status.allowlist)
   out.push(
     `IP sets: ${Object.entries(status.ipsets)
       .map(([k, v]) => `${k}=${v ?? '?'}`)
@@ -238,8 +213,8 @@ export function formatStatus(status: FirewallStatus | {container: string; networ
   section('Denied DNS names (most recent last):', status.deniedDns)
   if (status.gateway === 'down') out.push('Egress gateway: NOT RUNNING: no web traffic leaves (restart it with agent-sandbox start)', '')
   if (status.gateway === 'running') section('Recent requests through the egress gateway (most recent last):', status.requests.map(formatRequest))
-  const rows = status.deniedConnections.map((c) => (c.time ? [c.time, c.protocol, c.source, c.destination] : ['', '', '', c.line]))
-  section('Denied connections (most recent last):', table(rows.length ? [['TIME', 'PROTO', 'FROM', 'TO'], ...rows] : []))
+  const rows = status.deniedConnections.map((c) => (c.time ? [c.time, c.protocol, c.source, c.destination, c.allowedBy ?? '-'] : ['', '', '', c.line, '']))
+  section('Denied connections (most recent last; ALLOWED BY: the allowDomains entry that would allow it):', table(rows.length ? [['TIME', 'PROTO', 'FROM', 'TO', 'ALLOWED BY'], ...rows] : []))
   return out.join('\n').trimEnd()
 }
 
@@ -251,17 +226,18 @@ export function table(rows: string[][]): string[] {
 
 // ---- allow -------------------------------------------------------------------
 
-/** Validate and lower-case domains (`example.com`, `*.example.com`); every bad one is named. */
+/** Validate allowlist entries (`example.com`, `*.example.com`, `name:PORT`, `name:PORT/udp`) into their one written form; every bad one is named. */
 export function validateDomains(domains: string[]): string[] {
   if (domains.length === 0) throw new UsageError('no domain given', {hint: 'e.g. agent-sandbox firewall allow api.example.com'})
-  // Like the in-sandbox check: an all-digit last label would be an IP address, not a name.
-  const bad = domains.filter((d) => !isDomain(d) || /^\d+$/.test(d.split('.').pop() ?? ''))
+  const parsed = domains.map((d) => ({d, p: parseAllowEntry(d)}))
+  const bad = parsed.filter((x) => !x.p.ok)
   if (bad.length) {
-    throw new UsageError(`not a valid domain: ${bad.map((d) => JSON.stringify(d)).join(', ')}`, {
-      hint: 'give host names such as api.example.com, or *.example.com for its subdomains (no scheme, port, path or IP address)',
+    const reason = bad[0].p.ok ? '' : bad[0].p.reason
+    throw new UsageError(`not a valid allowlist entry: ${bad.map((x) => JSON.stringify(x.d)).join(', ')}`, {
+      hint: `${reason} (no scheme, path or IP address)`,
     })
   }
-  return [...new Set(domains.map((d) => d.toLowerCase()))]
+  return [...new Set(parsed.map((x) => (x.p.ok ? x.p.entry.text : x.d)))]
 }
 
 /** The last argument is the workspace path if it contains a "/", is "." or "..", or (after a domain) names a directory. */
@@ -329,6 +305,9 @@ export interface AllowResult {
  */
 export async function allowDomains(ctx: Context, ws: Workspace, domains: string[], options: {branch?: string; save?: boolean; rule?: RuleFlags} = {}): Promise<AllowResult> {
   const valid = validateDomains(domains)
+  if ((options.rule?.methods !== undefined || options.rule?.paths !== undefined) && !valid.every(isWebEntry)) {
+    throw new UsageError('--methods and --paths apply to web traffic: give host names without a port', {hint: 'allow name:PORT entries in a command of their own'})
+  }
   const rules = rulesFromFlags(valid, options.rule ?? {})
   const name = Names.container(ws, options.branch)
   const path = workspaceConfigPath(ws.path)
@@ -365,7 +344,8 @@ export async function allowDomains(ctx: Context, ws: Workspace, domains: string[
       if (added) result.added.push(added[1])
       if (already) result.alreadyAllowed.push(already[1])
     }
-    if (result.added.length && hasGateway(sandbox)) await gatewayAllow(ctx, sandbox.name, result.added)
+    const web = result.added.filter(isWebEntry)
+    if (web.length && hasGateway(sandbox)) await gatewayAllow(ctx, sandbox.name, web)
     if (rules.length) {
       const inForce = (await describeGateway(ctx, sandbox.name)).rules
       for (const rule of rules) {
