@@ -36,14 +36,15 @@ FW_TMP=""
 
 # ---- small helpers ---------------------------------------------------------
 
-# abort MSG: the reason, as the last stderr line, and exit 1.
-abort() {
+# abort MSG: the reason, as the last stderr line, and exit 1 (unless the sourcing
+# script has its own).
+declare -F abort > /dev/null || abort() {
   printf '%s: %s\n' "${FW_PROG:-firewall}" "$*" >&2
   exit 1
 }
 
 # warn MSG: to stderr and the firewall log.
-warn() {
+declare -F warn > /dev/null || warn() {
   printf '%s: warning: %s\n' "${FW_PROG:-firewall}" "$*" >&2
   fw_log "${FW_PROG:-firewall}: warning: $*"
 }
