@@ -36,6 +36,7 @@ fw_read_upstreams
 
 added=()
 messages=()
+new_port=0
 for arg in "$@"; do
   fw_parse_entry "${arg,,}" || true
   entry="$FW_E_KEY"
@@ -44,6 +45,7 @@ for arg in "$@"; do
     messages+=("firewall-allow: $entry is already allowed")
     continue
   fi
+  [ -z "$FW_E_PORT" ] || new_port=1
   fw_add_domain "$entry" "arguments"
   added+=("$entry")
   messages+=("firewall-allow: added $entry")
@@ -74,7 +76,8 @@ ports_live() {
 if [ "${#added[@]}" -gt 0 ]; then
   FW_TMP="$(mktemp -d)"
   trap 'rm -rf "$FW_TMP"' EXIT
-  ports_live
+  # A bare name needs no new set or rule: its addresses go to the web sets.
+  [ "$new_port" = 0 ] || ports_live
   fw_write_allowlist
   fw_start_dnsmasq
   fw_selftest_dns

@@ -23,7 +23,9 @@ const RULES4 = [
   '-P FORWARD DROP',
   '-P OUTPUT DROP',
   '-A INPUT -i lo -j ACCEPT',
+  '-A INPUT -p icmp -m icmp --icmp-type 5 -j DROP',
   '-A INPUT -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT',
+  '-A INPUT -s 172.17.0.1/32 -p tcp -m tcp --dport 3000 -j ACCEPT',
   '-A INPUT -p tcp -j REJECT --reject-with tcp-reset',
   '-A INPUT -j REJECT --reject-with icmp-port-unreachable',
   '-A OUTPUT -d 127.0.0.11/32 -m owner --uid-owner 999 -j ACCEPT',
@@ -33,8 +35,9 @@ const RULES4 = [
   '-A OUTPUT -p udp -m udp --dport 53 -m owner --uid-owner 0 -j ACCEPT',
   '-A OUTPUT -p tcp -m tcp --dport 53 -m owner --uid-owner 0 -j ACCEPT',
   '-A OUTPUT -d 10.255.255.53/32 -p udp -m udp --dport 53 -m owner --uid-owner 999 -j ACCEPT',
-  '-A OUTPUT -m set --match-set agent-sandbox-allow4 dst -j ACCEPT',
-  '-A OUTPUT -m set --match-set agent-sandbox-net4 dst -j ACCEPT',
+  '-A OUTPUT -p tcp -m multiport --dports 80,443 -m set --match-set agent-sandbox-allow4 dst -j ACCEPT',
+  '-A OUTPUT -p tcp -m multiport --dports 80,443 -m set --match-set agent-sandbox-net4 dst -j ACCEPT',
+  '-A OUTPUT -j AGENT-SANDBOX-PORTS',
   '-A OUTPUT -m limit --limit 20/sec -j NFLOG --nflog-prefix agent-sandbox-deny --nflog-group 42',
   '-A OUTPUT -p tcp -j REJECT --reject-with tcp-reset',
   '-A OUTPUT -j REJECT --reject-with icmp-port-unreachable',
@@ -47,7 +50,7 @@ const RULES6 = [
   '-A OUTPUT -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT',
   '-A OUTPUT -p ipv6-icmp -m icmp6 --icmpv6-type 135 -m hl --hl-eq 255 -j ACCEPT',
   '-A OUTPUT -p ipv6-icmp -m icmp6 --icmpv6-type 143 -j DROP',
-  '-A OUTPUT -m set --match-set agent-sandbox-allow6 dst -j ACCEPT',
+  '-A OUTPUT -p tcp -m multiport --dports 80,443 -m set --match-set agent-sandbox-allow6 dst -j ACCEPT',
   '-A OUTPUT -m limit --limit 20/sec -j NFLOG --nflog-prefix agent-sandbox-deny --nflog-group 42',
   '-A OUTPUT -p tcp -j REJECT --reject-with tcp-reset',
   '-A OUTPUT -j REJECT --reject-with icmp6-port-unreachable',
@@ -121,7 +124,7 @@ describe('parseStatus / formatStatus', () => {
     const text = formatStatus(parseStatus(JSON.stringify(raw), {name: 'c1', network: 'firewall'}))
     expect(text).toContain('Rules in force (IPv4):\n  -P INPUT DROP')
     expect(text).toContain('Rules in force (IPv6):\n  (none loaded: IPv6 is disabled in this sandbox)')
-    expect(text).toContain('Allowlist (1 domains, each with its subdomains):\n  github.com')
+    expect(text).toContain('Allowlist (1 entries, each with its subdomains; a name alone is TCP 80/443 through the gateway):\n  github.com')
     expect(text).toContain('agent-sandbox-allow4=2  agent-sandbox-allow6=?')
     expect(text).toContain('Denied DNS names (most recent last):\n  evil.test\n  worse.test')
     expect(text).toMatch(/TIME +PROTO +FROM +TO\n +03:15:24\.057260 +tcp +10\.0\.0\.2:44918 +10\.0\.0\.9:22/)
@@ -249,7 +252,7 @@ describe('validateDomains', () => {
 
   it('names every bad domain in one error', () => {
     expect(() => validateDomains(['ok.example', 'https://x.example', 'x.example:443', '10.0.0.1', 'a..b', '*'])).toThrow(
-      'not a valid domain: "https://x.example", "x.example:443", "10.0.0.1", "a..b", "*"',
+      'not a valid allowlist entry: "https://x.example", "x.example:443", "10.0.0.1", "a..b", "*"',
     )
     expect(() => validateDomains([])).toThrow('no domain given')
   })
@@ -331,7 +334,7 @@ describe('allowDomains', () => {
   })
 
   it('invalid domains change nothing', async () => {
-    await expect(allowDomains({engine}, ws, ['ok.example', 'bad domain'], {save: true})).rejects.toThrow('not a valid domain: "bad domain"')
+    await expect(allowDomains({engine}, ws, ['ok.example', 'bad domain'], {save: true})).rejects.toThrow('not a valid allowlist entry: "bad domain"')
     expect(exec).not.toHaveBeenCalled()
     expect(inspect).not.toHaveBeenCalled()
   })
