@@ -114,8 +114,8 @@ fw_port_rules() {
 # domain that matches a name, so each domain's line lists the sets of every entry
 # that covers it (its own and its parent domains').
 fw_dnsmasq_ipsets() {
-  local entry sets b line s
-  local -a bases=()
+  local entry sets b line s d
+  local -a bases=() parts=()
   local -A own=()
   for entry in "${FW_DOMAINS[@]}"; do
     fw_parse_entry "$entry" || continue
@@ -125,8 +125,7 @@ fw_dnsmasq_ipsets() {
   done
   for b in "${bases[@]}"; do
     local -A have=()
-    line=""
-    local d="$b"
+    line="" d="$b"
     while :; do
       if [ -n "${own[$d]:-}" ]; then
         IFS=, read -r -a parts <<< "${own[$d]}"
