@@ -560,7 +560,7 @@ export async function createContainer(ctx: Context, spec: SandboxSpec): Promise<
 async function createNamed(ctx: Context, spec: SandboxSpec): Promise<string> {
   for (let attempt = 0; ; attempt++) {
     try {
-      return await ctx.engine.containers.create(toCreateOptions(spec))
+      return await ctx.engine.containers.create(toCreateOptions(spec, await ctx.engine.kind()))
     } catch (error) {
       if (!isNameInUse(error) || attempt >= 10) throw error
       await ctx.engine.containers.remove(spec.name, {force: true}).catch(() => undefined)

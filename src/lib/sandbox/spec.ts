@@ -12,6 +12,7 @@ import {Labels, md5, Names, sanitizeBranch, workspaceLabels, type Workspace} fro
 import {quoteArg} from '../util/shell-quote.js'
 import type {MountSpec} from '../engine/types.js'
 import {UsageError} from '../errors.js'
+import {inboundPortsEnv, sandboxSecurityOpt} from './seccomp.js'
 import {GATEWAY_DEFAULTS, gatewayCommand} from '../network/gateway/ports.js'
 import type {HttpRule} from '../network/gateway/rules.js'
 import {isMasked, secretName} from '../network/gateway/secrets.js'
@@ -344,9 +345,7 @@ export function buildSpec(ws: Workspace, settings: Settings, options: SpecOption
       )
     }
   }
-  if (ports.length) {
-    env.push({name: 'AGENT_SANDBOX_INBOUND_PORTS', value: [...new Set(ports.map((p) => p.containerPort))].join(','), secret: false})
-  }
+  env.push(...inboundPortsEnv(ports))
   if (ownGit) {
     env.push(
       {name: 'AGENT_SANDBOX_HOST_GIT', value: HOST_GIT_MOUNT, secret: false},
@@ -404,7 +403,7 @@ export function buildSpec(ws: Workspace, settings: Settings, options: SpecOption
     capAdd: network === 'firewall' ? FIREWALL_CAPS : BASE_CAPS,
     capDrop: ['ALL'],
     // Nested user namespaces: a seccomp profile that allows them, and a /proc the nested runtime can mount (docs/security.md).
-    securityOpt: nested ? ['no-new-privileges', `seccomp=${options.nestedSeccomp}`, UNMASKED_PROC] : ['no-new-privileges'],
+    securityOpt: sandboxSecurityOpt(nested ? options.nestedSeccomp : undefined, UNMASKED_PROC),
     ...(nested ? {devices: NESTED_DEVICES} : {}),
     networkMode: network === 'none' ? 'none' : settings.dockerNetwork,
     ports,
@@ -593,7 +592,7 @@ export function specHash(spec: SandboxSpec): string {
   return md5(JSON.stringify(stable)).slice(0, 12)
 }
 
-export function toCreateOptions(spec: SandboxSpec): ContainerCreateOptions {
+export function toCreateOptions(spec: SandboxSpec, engine: 'docker' | 'podman' = 'docker'): ContainerCreateOptions {
   const exposed: Record<string, object> = {}
   const bindings: Record<string, Array<{HostIp: string; HostPort: string}>> = {}
   for (const p of spec.ports) {
@@ -621,7 +620,7 @@ export function toCreateOptions(spec: SandboxSpec): ContainerCreateOptions {
       Tmpfs: tmpfs,
       CapAdd: spec.capAdd,
       CapDrop: spec.capDrop,
-      SecurityOpt: spec.securityOpt.filter((o) => o !== UNMASKED_PROC).map(engineSecurityOpt),
+      SecurityOpt: spec.securityOpt.filter((o) => o !== UNMASKED_PROC).map((o) => (engine === 'podman' ? o : engineSecurityOpt(o))),
       // The API's form of the CLI's `systempaths=unconfined`: no masked, no read-only paths in /proc.
       ...(spec.securityOpt.includes(UNMASKED_PROC) ? {MaskedPaths: [], ReadonlyPaths: []} : {}),
       ...(spec.devices ? {Devices: spec.devices.map((d) => ({PathOnHost: d, PathInContainer: d, CgroupPermissions: 'rwm'}))} : {}),
@@ -641,8 +640,9 @@ export function toCreateOptions(spec: SandboxSpec): ContainerCreateOptions {
 const profiles = new Map<string, string>()
 
 /**
- * The API takes a seccomp profile's JSON where the docker CLI takes its path:
- * `seccomp=<file>` is sent with the file's content, as the CLI does.
+ * Docker's API takes a seccomp profile's JSON where the docker CLI takes its
+ * path: `seccomp=<file>` is sent with the file's content, as the CLI does.
+ * Podman's takes only a path, on the engine's host (toCreateOptions keeps it).
  */
 export function engineSecurityOpt(opt: string): string {
   const path = /^seccomp=(\/.*)$/.exec(opt)?.[1]
