@@ -63,7 +63,7 @@ function plainProvision(ctx, volume, workspace) {
 }
 
 /**
- * Nested containers (issue 19): a sandbox started with --nested, and one small image
+ * Nested containers: a sandbox started with --nested, and one small image
  * (the sandbox's own dash, cat and true with their libraries) both inside it and on
  * the host, plus a build context in the workspace. Made once for both nested rows.
  */
@@ -337,7 +337,7 @@ export const scenarios = [
   {
     key: 'hook-detect',
     cheap: true,
-    title: 'hook-framework detection at `start` (issue 20)',
+    title: 'hook-framework detection at `start`',
     ours: 'import `hook-config.js` and detect over a repository with every framework (husky 9, lefthook, pre-commit, overcommit, lint-staged, commitlint, simple-git-hooks, a sourced helper)',
     base: 'the same over a repository with none (an empty directory)',
     targetDiffMs: 20,
@@ -540,7 +540,7 @@ export const scenarios = [
   },
   {
     key: 'gateway',
-    title: '200 sequential HTTPS GETs to a local test site through the egress gateway (issue 17)',
+    title: '200 sequential HTTPS GETs to a local test site through the egress gateway',
     ours: 'curl ×200 as the agent in the sandbox (redirected to the gateway: SNI check, its own DNS query, TLS passed through)',
     base: 'the same curl ×200 from the gateway container itself (its uid goes out direct: the firewall alone)',
     target: 1.3,
@@ -553,7 +553,7 @@ export const scenarios = [
   },
   {
     key: 'gateway-intercept',
-    title: '200 sequential HTTPS GETs to a local test site intercepted by the egress gateway (issue 17)',
+    title: '200 sequential HTTPS GETs to a local test site intercepted by the egress gateway',
     ours: 'curl ×200 as the agent (verified; HTTP/2 offered): the gateway terminates TLS with the sandbox CA, checks the rules, re-originates verified TLS (HTTP/1.1, keep-alive)',
     base: 'the same curl ×200 from the gateway container itself (its uid goes out direct: the firewall alone)',
     target: 1.3,
@@ -577,7 +577,7 @@ export const scenarios = [
   },
   {
     key: 'gateway-download',
-    title: 'a 200 MiB HTTPS download from a local test site intercepted by the egress gateway (issue 17)',
+    title: 'a 200 MiB HTTPS download from a local test site intercepted by the egress gateway',
     ours: 'curl as the agent (HTTP/2 to the gateway, HTTP/1.1 from it to the site)',
     base: 'the same curl from the gateway container itself (the firewall alone); target 1.25× time = 0.8× throughput',
     target: 1.25,
@@ -591,9 +591,9 @@ export const scenarios = [
   },
   {
     key: 'gateway-start',
-    title: 'cold start with the egress gateway (issue 17)',
+    title: 'cold start with the egress gateway',
     ours: '`agent-sandbox run -- true` with a masked secret set (its own gateway: created in the namespace, CA and secrets handed over, ready before the command)',
-    base: 'the same `agent-sandbox run -- true` with the secret unset (no gateway: the firewall alone, as before issue 17)',
+    base: 'the same `agent-sandbox run -- true` with the secret unset (no gateway: the firewall alone)',
     targetDiffMs: 300,
     smoke: false,
     setup: gatewayStartSetup,
@@ -621,7 +621,7 @@ export const scenarios = [
   },
   {
     key: 'nested-run',
-    title: 'a nested container (issue 19)',
+    title: 'a nested container',
     ours: '`docker run --rm <img> true` as the agent inside a `--nested` sandbox (`docker exec -u node <c> sandbox-exec docker run …`: rootless Podman, crun, pasta, overlay in a user namespace)',
     base: '`docker run --rm <img> true` of the same image on the host',
     target: 3,
@@ -632,7 +632,7 @@ export const scenarios = [
   },
   {
     key: 'nested-build',
-    title: 'a nested 3-step build (issue 19)',
+    title: 'a nested 3-step build',
     ours: '`docker build --no-cache` of a RUN, COPY, RUN Dockerfile in the workspace, as the agent inside a `--nested` sandbox',
     base: 'the same build of the same directory on the host (the engine\'s own builder)',
     target: 2,

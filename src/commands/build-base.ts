@@ -1,11 +1,12 @@
 import {Flags} from '../cli/params.js'
 import {Command, type Input} from '../cli/command.js'
-import {buildBase, caCertPathsFromEnv, defaultToolVersions} from '../lib/images/build.js'
+import {buildBase, defaultToolVersions} from '../lib/images/build.js'
+import {chooseCaCerts} from '../lib/images/ca.js'
 
 export default class BuildBase extends Command {
   static override summary = 'Build the shared base image agent-sandbox-base:<tag>.'
   static override description =
-    'Tool versions given as `latest` (or a range) are resolved to concrete npm versions first, so that layers cache. Build output streams to stderr.'
+    'Tool versions given as `latest` (or a range) are resolved to concrete npm versions first, so that layers cache. Build output streams to stderr. The image trusts the CA certificates the host names (NODE_EXTRA_CA_CERTS, SSL_CERT_FILE), as a TLS-inspecting proxy needs; --ca-cert (or AGENT_SANDBOX_CA_CERTS) names others instead.'
   static override examples = [
     '<%= config.bin %> build-base',
     '<%= config.bin %> build-base --tag 2026-11-22 --claude-code-version 2.1.0 --codex-version latest',
@@ -14,7 +15,7 @@ export default class BuildBase extends Command {
   static override flags = {
     'ast-grep-version': Flags.string({description: 'version of @ast-grep/cli (default: the Dockerfile default, resolved)'}),
     'base-image': Flags.string({description: 'the image to build FROM', default: 'debian:trixie-slim'}),
-    'ca-cert': Flags.string({description: 'PEM certificate or bundle to trust inside the image (repeatable; env AGENT_SANDBOX_CA_CERTS)', multiple: true}),
+    'ca-cert': Flags.string({description: 'PEM certificate or bundle to trust inside the image, instead of those the host names (env AGENT_SANDBOX_CA_CERTS)', multiple: true}),
     'claude-code-version': Flags.string({description: 'version of @anthropic-ai/claude-code'}),
     'codex-version': Flags.string({description: 'version of @openai/codex'}),
     'git-delta-version': Flags.string({description: 'git-delta: "debian" (Debian package, no download) or a release to download from GitHub'}),
@@ -34,7 +35,7 @@ export default class BuildBase extends Command {
         astGrep: flags['ast-grep-version'] ?? defaults.astGrep,
       },
       gitDeltaVersion: flags['git-delta-version'] ?? defaults.gitDelta,
-      caCertPaths: [...caCertPathsFromEnv(process.env), ...(flags['ca-cert'] ?? [])],
+      ca: chooseCaCerts(flags['ca-cert'], process.env),
     })
     if (flags.json) this.outJson(result)
     else this.out(`${result.image} (claude-code ${result.versions.claudeCode}, codex ${result.versions.codex}, ast-grep ${result.versions.astGrep}, git-delta ${result.versions.gitDelta})`)

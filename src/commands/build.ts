@@ -2,6 +2,7 @@ import {Flags} from '../cli/params.js'
 import {Command, type Input} from '../cli/command.js'
 import {baseTagFlag, pathArg} from '../cli/flags.js'
 import {buildRepoImage, workspaceBaseTag} from '../lib/images/build.js'
+import {chooseCaCerts} from '../lib/images/ca.js'
 import {resolveWorkspace} from '../lib/workspace.js'
 
 export default class Build extends Command {
@@ -20,7 +21,7 @@ export default class Build extends Command {
     const ws = resolveWorkspace(args.path)
     const baseTag = workspaceBaseTag(ws, flags['base-tag'])
     const ctx = await this.context(flags)
-    const image = await buildRepoImage(ctx, ws, {baseTag, noCache: flags['no-cache']})
+    const image = await buildRepoImage(ctx, ws, {baseTag, noCache: flags['no-cache'], ca: chooseCaCerts(undefined, process.env)})
     if (flags.json) this.outJson({image, baseTag})
     else this.out(image)
   }

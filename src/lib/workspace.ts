@@ -37,6 +37,8 @@ export const Labels = {
   /** On images: what a no-op rebuild compares (build-key.ts), and the base image's tool versions (JSON). */
   buildKey: `${LABEL_PREFIX}.build-key`,
   versions: `${LABEL_PREFIX}.versions`,
+  /** On a base image: the digest of the CA certificates it was built to trust (ca.ts caCertsDigest; absent: none added). */
+  caCerts: `${LABEL_PREFIX}.ca-certs`,
   /** On images (the base's, inherited): which revision of the CLI-to-image protocol its scripts speak (IMAGE_RUNTIME). */
   runtime: `${LABEL_PREFIX}.runtime`,
   /** On an egress gateway container: the name of the sandbox it serves. */

@@ -10,10 +10,12 @@ import {GATEWAY_DEFAULTS} from '../network/gateway/ports.js'
 import {loadSettings} from '../config/load.js'
 import {assertBuildTrusted} from '../config/trust.js'
 import {buildKey, externalImages, readBuildContext} from './build-key.js'
+import {caCertsDigest, certificateProblem, readChosenCaCerts, type CaChoice} from './ca.js'
 import type {Engine} from '../engine/index.js'
 import {BuildError, CommandFailedError, ImageMissingError, UsageError} from '../errors.js'
 import {run} from '../util/proc.js'
 import {silentReporter, type Reporter} from '../reporter.js'
+export {caCertPathsFromEnv, readCaCerts, splitPem} from './ca.js'
 import {IMAGE_RUNTIME, isInitialised, Labels, Names, requireInitialised, type Workspace} from '../workspace.js'
 import type {Context} from '../context.js'
 
@@ -88,41 +90,12 @@ export function defaultToolVersions(): ToolVersions & {gitDelta: string} {
   }
 }
 
-const PEM_BLOCK = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g
-
-/** Split PEM files (single certificates or bundles) into individual certificates. */
-export function splitPem(text: string): string[] {
-  return [...text.matchAll(PEM_BLOCK)].map((m) => `${m[0].replace(/\r\n/g, '\n')}\n`)
-}
-
-export function readCaCerts(paths: string[]): string[] {
-  const certs: string[] = []
-  for (const path of paths) {
-    let text: string
-    try {
-      text = readFileSync(path, 'utf8')
-    } catch {
-      throw new UsageError(`CA certificate file not found or unreadable: ${path}`, {hint: 'pass a PEM file, e.g. --ca-cert /etc/ssl/certs/ca-certificates.crt'})
-    }
-    const found = splitPem(text)
-    if (found.length === 0) throw new UsageError(`no PEM certificate in ${path}`, {hint: 'pass a PEM-encoded certificate or bundle'})
-    certs.push(...found)
-  }
-  return [...new Set(certs)]
-}
-
-export function caCertPathsFromEnv(env: NodeJS.ProcessEnv): string[] {
-  return (env.AGENT_SANDBOX_CA_CERTS ?? '')
-    .split(/[,:]/)
-    .map((p) => p.trim())
-    .filter(Boolean)
-}
-
 export interface BuildBaseOptions {
   tag: string
   versions: ToolVersions
   gitDeltaVersion: string
-  caCertPaths: string[]
+  /** The CA certificates to trust inside the image (ca.ts chooseCaCerts); none when it names no file. */
+  ca: CaChoice
   baseImage?: string
   registry?: RegistryClient
 }
@@ -145,7 +118,7 @@ export async function buildBase(ctx: Context, options: BuildBaseOptions): Promis
   if (!/^(debian|\d+\.\d+\.\d+)$/.test(options.gitDeltaVersion)) {
     throw new UsageError(`invalid git-delta version: ${JSON.stringify(options.gitDeltaVersion)}`, {hint: 'use "debian" (Debian\'s package) or a release such as 0.18.2'})
   }
-  const certs = readCaCerts(options.caCertPaths)
+  const certs = trustedCerts(options.ca, reporter)
   // The engine first: with none, say so (exit 3) before asking npm for anything.
   await engine.ping()
   const versions = await reporter.step('Resolving tool versions', () => resolveVersions(options.versions, options.registry ?? npmRegistry))
@@ -171,33 +144,65 @@ export async function buildBase(ctx: Context, options: BuildBaseOptions): Promis
     args.push('--label', `${Labels.managed}=true`, '--label', `${Labels.kind}=base`)
     args.push('--label', `${Labels.versions}=${JSON.stringify({...versions, gitDelta: options.gitDeltaVersion})}`)
     args.push('--label', `${Labels.runtime}=${IMAGE_RUNTIME}`)
+    if (certs.length) args.push('--label', `${Labels.caCerts}=${caCertsDigest(certs)}`)
     args.push(context)
-    await streamBuild(engine, args, image, reporter)
+    await streamBuild(engine, args, image, reporter, {command: 'agent-sandbox build-base', tag: options.tag})
     return {image, versions: {...versions, gitDelta: options.gitDeltaVersion}, caCertificates: certs.length}
   } finally {
     rmSync(context, {recursive: true, force: true})
   }
 }
 
+/** The certificates of a choice, saying in one line where they come from (a host file that cannot be used: a warning, then without it). */
+function trustedCerts(ca: CaChoice, reporter: Reporter): string[] {
+  if (!ca.paths.length) return []
+  const {certs, skipped} = readChosenCaCerts(ca)
+  for (const path of skipped) reporter.warn(`${ca.source} names ${path}, which holds no readable PEM certificate: building without it`)
+  if (certs.length) {
+    const files = ca.paths.filter((p) => !skipped.includes(p)).join(', ')
+    reporter.info(`trusting the CA certificates in ${files} (${ca.source})${ca.fromHost ? '; --ca-cert overrides' : ''}`)
+  }
+  return certs
+}
+
+/** How a failed build's last line names the fix for an untrusted certificate. */
+interface CaRemedy {
+  command: string
+  tag: string
+}
+
+/**
+ * The error for a failed build: the engine's own reason, or, when a download
+ * failed on an untrusted certificate (a TLS-inspecting proxy whose CA the
+ * image lacks), that problem and the flag that fixes it. Pure.
+ */
+export function buildFailure(image: string, output: string, remedy: CaRemedy): BuildError {
+  const problem = certificateProblem(output)
+  if (problem) {
+    return new BuildError(`building ${image} failed: a download did not trust a TLS certificate (${problem}), as behind a TLS-inspecting proxy`, {
+      hint: `give the proxy's CA certificate to the image: ${remedy.command} --tag ${remedy.tag} --ca-cert /path/to/proxy-ca.pem`,
+    })
+  }
+  const lines = output.split('\n').map((l) => l.trim())
+  const reason =
+    lines.filter((l) => /error|failed|returned a non-zero code|not found|denied/i.test(l) && !/^DEPRECATED/.test(l)).pop() ?? lines.filter(Boolean).pop() ?? 'unknown error'
+  return new BuildError(`building ${image} failed: ${reason}`, {hint: 'the build output above has the details'})
+}
+
 /** Run a build with its output streamed to the reporter; a failure carries the engine's own message. */
-async function streamBuild(engine: Engine, args: string[], image: string, reporter: Reporter): Promise<void> {
+async function streamBuild(engine: Engine, args: string[], image: string, reporter: Reporter, remedy: CaRemedy): Promise<void> {
   // --force-rm: the classic builder otherwise leaves the failed step's container behind.
   const [verb, ...rest] = args
   const result = await engine.cli.run([verb, '--force-rm', ...rest], {onOutput: (chunk) => reporter.output(chunk), allowFailure: true, env: {DOCKER_CLI_HINTS: 'false'}})
-  if (result.exitCode !== 0) {
-    const lines = `${result.stdout}\n${result.stderr}`.split('\n').map((l) => l.trim())
-    const reason =
-      lines.filter((l) => /error|failed|returned a non-zero code|not found|denied/i.test(l) && !/^DEPRECATED/.test(l)).pop() ??
-      lines.filter(Boolean).pop() ??
-      'unknown error'
-    throw new BuildError(`building ${image} failed: ${reason}`, {hint: 'the build output above has the details'})
-  }
+  if (result.exitCode !== 0) throw buildFailure(image, `${result.stdout}\n${result.stderr}`, remedy)
 }
 
 export interface BuildRepoOptions {
   baseTag: string
   /** Build every step again, even when nothing has changed. */
   noCache?: boolean
+  /** The CA certificates the host names (ca.ts chooseCaCerts): the build says whether the base image trusts them. */
+  ca?: CaChoice
 }
 
 /**
@@ -260,6 +265,22 @@ export async function currentBuildKey(
   return buildKey({args, context, imageIds})
 }
 
+/**
+ * A workspace image's steps run on the base image's trust store: say in one
+ * line whether it trusts the certificates the host names, and if not, what
+ * rebuilds it so that it does.
+ */
+async function reportBaseCa(engine: Engine, baseTag: string, ca: CaChoice, reporter: Reporter): Promise<void> {
+  if (!ca.paths.length) return
+  const {certs, skipped} = readChosenCaCerts(ca)
+  if (!certs.length) return
+  const base = Names.baseImage(baseTag)
+  const files = ca.paths.filter((p) => !skipped.includes(p)).join(', ')
+  const label = (await engine.images.inspect(base))?.labels[Labels.caCerts]
+  if (label === caCertsDigest(certs)) reporter.info(`${base} trusts the CA certificates in ${files} (${ca.source})`)
+  else reporter.warn(`${base} was not built to trust the CA certificates in ${files} (${ca.source}); if a step fails on a certificate: agent-sandbox build-base --tag ${baseTag}`)
+}
+
 /** The base image's ID; ImageMissingError (with the command that builds it) when it is not there. */
 export async function ensureBaseImage(engine: Engine, baseTag: string): Promise<string> {
   const base = Names.baseImage(baseTag)
@@ -288,9 +309,10 @@ export async function buildRepoImage(ctx: Context, ws: Workspace, options: Build
     return image
   }
   if (key) args.push('--label', `${Labels.buildKey}=${key}`)
+  if (options.ca) await reportBaseCa(engine, options.baseTag, options.ca, reporter)
   // The Dockerfile is found in the context by its default name: some docker
   // CLI versions parse --file as CSV, which breaks on paths with quotes.
   args.push(dir)
-  await streamBuild(engine, args, image, reporter)
+  await streamBuild(engine, args, image, reporter, {command: 'agent-sandbox build-base', tag: options.baseTag})
   return image
 }
