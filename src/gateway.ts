@@ -8,7 +8,7 @@
  * hosts (never their values; doctor); `--secret NAME` takes a new value for
  * one masked secret on stdin (a renewed GitHub App token), which the running
  * gateway reads at its next request (its CA and secrets come first from
- * lifecycle.ts startGateway's exec).
+ * the CLI's exec as it starts the gateway container).
  * These run over an exec into the gateway container: its tmpfs is out of the
  * sandbox's reach. Messages go to stderr as
  * `egress-gateway: ...`, which `start` reports if the gateway does not come up.
@@ -16,7 +16,7 @@
 import {appendFileSync, existsSync, readFileSync, renameSync, writeFileSync} from 'node:fs'
 import {rootCertificates} from 'node:tls'
 import {join} from 'node:path'
-import {SECRETS_FILE, startGateway, type GatewaySecrets} from './lib/network/gateway/server.js'
+import {SECRETS_FILE, serveGateway, type GatewaySecrets} from './lib/network/gateway/server.js'
 import {isHttpRule, parseRuleLines, type HttpRule} from './lib/network/gateway/rules.js'
 import {LIVE_ALLOWLIST, LIVE_RULES} from './lib/network/gateway/live.js'
 import {GATEWAY_DEFAULTS} from './lib/network/gateway/ports.js'
@@ -71,11 +71,11 @@ async function main(argv: string[]): Promise<void> {
     return
   }
   const [httpPort, tlsPort] = ports()
-  // It listens only once it holds its CA and secrets (lifecycle.ts startGateway hands them over first), so that
+  // It listens only once it holds its CA and secrets (the CLI hands them over first as it starts the gateway container), so that
   // listening means ready: what a one-shot run's entrypoint waits for (entrypoint.sh wait_gateway).
   await handedOver(join(stateDir, SECRETS_FILE))
   const bundle = env.AGENT_SANDBOX_GATEWAY_UPSTREAM_BUNDLE ?? '/etc/ssl/certs/ca-certificates.crt'
-  const gateway = await startGateway({
+  const gateway = await serveGateway({
     httpPort,
     tlsPort,
     listen: ['127.0.0.1', '::1'],
@@ -88,6 +88,7 @@ async function main(argv: string[]): Promise<void> {
     maxLogBytes: 8 * 1024 * 1024,
     rules: configRules(),
     masked: (env.AGENT_SANDBOX_GATEWAY_MASKED ?? '').split(',').filter(Boolean),
+    inspectAll: env.AGENT_SANDBOX_GATEWAY_INSPECT_ALL === '1',
     // Upstreams are verified against node's roots and the image's bundle (build-base --ca-cert, a workspace image's own CAs).
     upstreamCa: [...rootCertificates, ...(existsSync(bundle) ? [readFileSync(bundle, 'utf8')] : [])],
     onError: say,
