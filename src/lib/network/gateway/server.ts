@@ -11,6 +11,7 @@
  * upgrade.ts), http2.ts, tls.ts; the request log in request-log.ts.
  */
 import net from 'node:net'
+import type {Duplex} from 'node:stream'
 import {createHttp1Server} from './http1.js'
 import {GatewayState, type GatewayConfig} from './state.js'
 import {createTlsServer} from './tls.js'
@@ -30,12 +31,20 @@ export async function serveGateway(config: GatewayConfig): Promise<RunningGatewa
   const plain = createHttp1Server(state)
   const decrypted = createHttp1Server(state)
   const tls = createTlsServer(state, decrypted)
+  // Upgraded connections leave the HTTP servers' books: kept here, so that close ends them too.
+  const sockets = new Set<Duplex>()
+  for (const server of [plain, decrypted])
+    server.on('connection', (s: Duplex) => {
+      sockets.add(s)
+      s.once('close', () => sockets.delete(s))
+    })
   await listenAll(plain, config.httpPort, config.listen)
   await listenAll(tls.server, config.tlsPort, config.listen)
   return {
     allowlistSize: state.allowlist().length,
     close: async () => {
       await tls.close()
+      for (const s of sockets) s.destroy()
       await Promise.all([plain, tls.server, decrypted].map((s) => new Promise((r) => s.close(r))))
       state.close()
     },

@@ -101,8 +101,11 @@ export function createTlsServer(state: GatewayState, intercepted: http.Server): 
 
   // noDelay both ways: a TLS handshake is small writes answered in turn, which Nagle's
   // algorithm against the peer's delayed ACK would hold back by tens of milliseconds.
+  const open = new Set<net.Socket>()
   const server = net.createServer({noDelay: true}, (client) => {
     client.on('error', () => undefined)
+    open.add(client)
+    client.on('close', () => open.delete(client))
     let buffered = Buffer.alloc(0)
     const timer = setTimeout(() => client.destroy(), HELLO_TIMEOUT_MS)
     const onData = (chunk: Buffer) => {
@@ -140,6 +143,7 @@ export function createTlsServer(state: GatewayState, intercepted: http.Server): 
   return {
     server,
     close: async () => {
+      for (const s of open) s.destroy()
       const h2 = await interception?.then((i) => i.h2).catch(() => undefined)
       if (h2) await new Promise((r) => h2.close(r))
     },

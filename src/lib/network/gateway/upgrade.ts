@@ -41,7 +41,10 @@ export function serveUpgrade(state: GatewayState, server: http.Server, req: http
   state.resolve(host).then(
     (address) => {
       const options = {host: address, method, path: judged.forward, headers, setHost: false, agent: false as const}
-      const upstream = secure
+      // h2c goes as a plain request, over the keep-alive connections of every other one.
+      const upstream = h2c
+        ? state.upstreamRequest(secure, address, host, method, judged.forward, headers)
+        : secure
         ? https.request(tlsOptions({...options, servername: host, port: state.config.upstreamTlsPort, ALPNProtocols: ['http/1.1'], secureContext: state.upstreamTls()}))
         : httpModule.request({...options, port: state.config.upstreamHttpPort})
       upstream.on('upgrade', (res, tunnel, upHead) => {
