@@ -16,7 +16,7 @@
 import {appendFileSync, existsSync, readFileSync, renameSync, writeFileSync} from 'node:fs'
 import {rootCertificates} from 'node:tls'
 import {join} from 'node:path'
-import {SECRETS_FILE, startGateway, type GatewaySecrets} from './lib/network/gateway/server.js'
+import {SECRETS_FILE, serveGateway, type GatewaySecrets} from './lib/network/gateway/server.js'
 import {isHttpRule, parseRuleLines, type HttpRule} from './lib/network/gateway/rules.js'
 import {LIVE_ALLOWLIST, LIVE_RULES} from './lib/network/gateway/live.js'
 import {GATEWAY_DEFAULTS} from './lib/network/gateway/ports.js'
@@ -75,7 +75,7 @@ async function main(argv: string[]): Promise<void> {
   // listening means ready: what a one-shot run's entrypoint waits for (entrypoint.sh wait_gateway).
   await handedOver(join(stateDir, SECRETS_FILE))
   const bundle = env.AGENT_SANDBOX_GATEWAY_UPSTREAM_BUNDLE ?? '/etc/ssl/certs/ca-certificates.crt'
-  const gateway = await startGateway({
+  const gateway = await serveGateway({
     httpPort,
     tlsPort,
     listen: ['127.0.0.1', '::1'],
@@ -88,6 +88,7 @@ async function main(argv: string[]): Promise<void> {
     maxLogBytes: 8 * 1024 * 1024,
     rules: configRules(),
     masked: (env.AGENT_SANDBOX_GATEWAY_MASKED ?? '').split(',').filter(Boolean),
+    inspectAll: env.AGENT_SANDBOX_GATEWAY_INSPECT_ALL === '1',
     // Upstreams are verified against node's roots and the image's bundle (build-base --ca-cert, a workspace image's own CAs).
     upstreamCa: [...rootCertificates, ...(existsSync(bundle) ? [readFileSync(bundle, 'utf8')] : [])],
     onError: say,

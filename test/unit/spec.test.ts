@@ -134,9 +134,9 @@ describe('the egress gateway', () => {
     expect(gw.labels).toMatchObject({'dev.agent-sandbox.kind': 'gateway', 'dev.agent-sandbox.gateway-of': sandbox.name})
     expect(gw.env.find((e) => e.name === 'AGENT_SANDBOX_ALLOW_DOMAINS')?.value).toBe('api.example.com')
     // A sandbox's gateway boots node plainly; a run's, from the image's snapshot where the image has node-boot.
-    expect([...(gw.entrypoint ?? []), ...(gw.cmd ?? [])]).toEqual(['/usr/bin/node', '--max-semi-space-size=1', '--no-opt', '--optimize-for-size', '/usr/local/lib/agent-sandbox/egress-gateway.cjs'])
+    expect([...(gw.entrypoint ?? []), ...(gw.cmd ?? [])]).toEqual(['/usr/bin/node', '--max-semi-space-size=1', '--optimize-for-size', '/usr/local/lib/agent-sandbox/egress-gateway.cjs'])
     const run = buildGatewaySpec(ws, sandbox, {oneShot: true})
-    expect([...(run.entrypoint ?? []), ...(run.cmd ?? [])]).toEqual(['/bin/sh', '-c', '[ -x /usr/local/bin/node-boot ] && exec /usr/local/bin/node-boot "$@"; exec /usr/bin/node "$@"', 'egress-gateway', '--max-semi-space-size=1', '--no-opt', '--optimize-for-size', '/usr/local/lib/agent-sandbox/egress-gateway.cjs'])
+    expect([...(run.entrypoint ?? []), ...(run.cmd ?? [])]).toEqual(['/bin/sh', '-c', '[ -x /usr/local/bin/node-boot ] && exec /usr/local/bin/node-boot "$@"; exec /usr/bin/node "$@"', 'egress-gateway', '--max-semi-space-size=1', '--optimize-for-size', '/usr/local/lib/agent-sandbox/egress-gateway.cjs'])
     expect(buildGatewaySpec(ws, sandbox, {userns: 'keep-id'}).userns).toBe(`container:${sandbox.name}`)
     const shown = toShellCommand(sandbox, [], [gw])
     expect(shown.split(' && ')[1]).toContain(` --network container:${sandbox.name} `)

@@ -154,6 +154,8 @@ const ConfigFileSchema = object({
   /** Branches the push gate never updates (globs), besides the host repository's default branch. */
   protectedBranches: v.optional(v.array(branchGlob)),
   github: v.optional(GithubSchema),
+  /** The egress gateway: inspectAll intercepts every HTTPS connection, not only hosts with httpRules or a masked secret. */
+  gateway: v.optional(object({inspectAll: v.optional(v.boolean())})),
   /** Only read from the user's own config file (load.ts refuses it elsewhere). */
   trustedPaths: v.optional(v.array(trustedPath)),
 })
@@ -212,9 +214,10 @@ export const DEFAULT_PROTECTED_PATHS = ['.husky', '.agent-sandbox', '.agent-prec
  * format with its default filled in, so the type follows the schema. `$schema`
  * and `trustedPaths` are the files' own business, not a sandbox's.
  */
-export type Settings = Required<Omit<ConfigFile, '$schema' | 'trustedPaths' | 'limits' | 'github'>> & {
+export type Settings = Required<Omit<ConfigFile, '$schema' | 'trustedPaths' | 'limits' | 'github' | 'gateway'>> & {
   limits: ResourceLimits
   github: GithubSettings
+  gateway: {inspectAll: boolean}
 }
 
 /** The GitHub App settings, with the API URL and the refresh margin defaulted. */
@@ -241,4 +244,5 @@ export const DEFAULTS: Settings = {
   selinuxRelabel: 'auto',
   protectedBranches: [],
   github: {apiUrl: 'https://api.github.com', refreshMarginSeconds: 300},
+  gateway: {inspectAll: false},
 }

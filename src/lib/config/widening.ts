@@ -202,6 +202,9 @@ export function workspaceChanges(layer: ConfigFile, lower: LowerSettings): Confi
     const raises = below !== undefined && !(engine(value) > 0 && engine(value) <= engine(below))
     add(`limits.${key}`, `${below === undefined ? 'unlimited' : show(below)} -> ${show(value)}`, raises)
   }
+  // Interception of every host off: a surrogate sent to a host without rules or secrets is no longer seen.
+  const inspectAll = layer.gateway?.inspectAll
+  if (inspectAll !== undefined && inspectAll !== lower.gateway.inspectAll) add('gateway.inspectAll', `${show(lower.gateway.inspectAll)} -> ${show(inspectAll)}`, !inspectAll)
   for (const [key, value] of Object.entries(layer.github ?? {})) {
     const below = (lower.github as unknown as Record<string, unknown>)[key]
     // installationId picks whose repositories the user's App token opens.

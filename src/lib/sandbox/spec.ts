@@ -545,7 +545,7 @@ export function gatewayUid(ws: Pick<Workspace, 'uid'>): number {
  * capabilities, a read-only root and a uid of its own: the agent can neither
  * signal it nor read its memory or files.
  */
-export function buildGatewaySpec(ws: Workspace, sandbox: SandboxSpec, options: {branch?: string; userns?: string; httpRules?: HttpRule[]; masked?: string[]; oneShot?: boolean}): SandboxSpec {
+export function buildGatewaySpec(ws: Workspace, sandbox: SandboxSpec, options: {branch?: string; userns?: string; httpRules?: HttpRule[]; masked?: string[]; inspectAll?: boolean; oneShot?: boolean}): SandboxSpec {
   const uid = gatewayUid(ws)
   const allow = sandbox.env.find((e) => e.name === 'AGENT_SANDBOX_ALLOW_DOMAINS')
   const env: EnvEntry[] = [
@@ -553,8 +553,10 @@ export function buildGatewaySpec(ws: Workspace, sandbox: SandboxSpec, options: {
     ...(allow ? [{...allow}] : []),
     // Not secret (the CA key is not here: it comes over an exec's stdin, lifecycle.ts startGatewayContainer).
     ...(options.httpRules?.length ? [{name: 'AGENT_SANDBOX_GATEWAY_RULES', value: JSON.stringify(options.httpRules), secret: false}] : []),
-    // Names only: the gateway intercepts every TLS connection then, and waits for the values (stdin) before it lets anything out.
+    // Names only: the gateway waits for the values and their hosts (stdin) before it lets anything out, and intercepts those hosts.
     ...(options.masked?.length ? [{name: 'AGENT_SANDBOX_GATEWAY_MASKED', value: options.masked.join(','), secret: false}] : []),
+    // gateway.inspectAll: every TLS connection intercepted, not only those to hosts with rules or secrets.
+    ...(options.inspectAll ? [{name: 'AGENT_SANDBOX_GATEWAY_INSPECT_ALL', value: '1', secret: false}] : []),
     // A one-shot run's gateway also writes its request log to stdout: the CLI reads it with one logs call as the run ends.
     ...(options.oneShot ? [{name: 'AGENT_SANDBOX_GATEWAY_LOG_STDOUT', value: '1', secret: false}] : []),
     // The image sets it for every process; the gateway builds its own upstream trust (src/gateway.ts), and node

@@ -74,7 +74,7 @@ export function decideHttp(hostHeader: string | undefined, target: string, allow
     } catch {
       authority = undefined
     }
-    if (authority !== host) return {allowed: false, rule: `request target host ${authority ?? '?'} differs from Host ${host}`, status: 421, host}
+    if (authority !== host) return {allowed: false, rule: `request target host ${authority ?? '?'} differs from Host ${host}`, status: 400, host}
   }
   return {...decideName(host, allowlist), host}
 }
