@@ -3,7 +3,8 @@ import {branchFlag} from '../cli/flags.js'
 import {Args} from '../cli/params.js'
 import {UsageError} from '../lib/errors.js'
 import {forwardPorts, parsePortSpec} from '../lib/sandbox/port-forward.js'
-import {Names, quoteArg, resolveWorkspace} from '../lib/workspace.js'
+import {Names, resolveWorkspace} from '../lib/workspace.js'
+import {quoteArg} from '../lib/util/shell-quote.js'
 
 export default class Port extends Command {
   static override summary = 'Forward loopback ports on the host to ports inside a running sandbox, until Ctrl-C.'

@@ -9,7 +9,8 @@
 import type {Context} from '../context.js'
 import type {ContainerInfo} from '../engine/index.js'
 import {silentReporter} from '../reporter.js'
-import {Labels, Names, quoteArg, type Workspace} from '../workspace.js'
+import {Labels, Names, type Workspace} from '../workspace.js'
+import {quoteArg} from '../util/shell-quote.js'
 import {buildRepoImage, currentBuildKey, repoBuildArgs, repoDockerfileDir, workspaceBaseTag} from './build.js'
 
 export type RepoImageState = 'missing' | 'current' | 'stale' | 'unknown'
