@@ -19,6 +19,7 @@ import type {NetworkMode} from '../config/schema.js'
 import {SANDBOX_EXEC, SANDBOX_USER, workspaceMountPath} from './spec.js'
 import {Labels, Names, type Workspace} from '../workspace.js'
 import {GHAPP_SECRET} from '../github/plan.js'
+import {sidecarChecks} from './health.js'
 import {CONTAINER_TOKEN_PATH} from '../github/token-store.js'
 
 export type CheckStatus = 'pass' | 'fail' | 'skip'
@@ -163,6 +164,9 @@ export async function runDoctor(ctx: Context, ws: Workspace, options: {branch?: 
     throw new SandboxError(`doctor.sh exited 1 in ${sandbox.name} without reporting a failed check: ${lastLine(r.stderr)}`)
   }
   checks.push(...probes, await checkHookConfig(ctx, sandbox, workspaceMountPath(ws)))
+  // Each sidecar as health.ts defines a whole sandbox; a failure names its repair.
+  const info = await ctx.engine.containers.inspect(sandbox.id)
+  if (info) checks.push(...(await sidecarChecks(ctx, info)))
   if (status) checks.push(await checkGateway(ctx, sandbox, status), ...(await checkGatewayProbes(ctx, sandbox, status)))
   return {container: sandbox.name, network: sandbox.network, ok: !checks.some((c) => c.status === 'fail'), checks}
 }

@@ -17,6 +17,7 @@ import {provisionBranch} from './repo-shelf.js'
 import {createPlaceholders, fsKindOf, planProtectedPaths} from '../git/protected.js'
 import {detectHookConfig, fsHookProbe, hooksDirOf, hooksPathFromConfig, hookConfigLabel, type HookConfigReport} from '../git/hook-config.js'
 import {silentReporter, type Reporter} from '../reporter.js'
+import {repairLine, sidecarFaults} from './health.js'
 import {buildGateSpec, buildGatewaySpec, buildSpec, checkDockerNetwork, NESTED_STORE, SANDBOX_EXEC, STATE_DIR, toCreateOptions, type SandboxSpec} from './spec.js'
 import {GATEWAY_DEFAULTS, SECRETS_FILE} from '../network/gateway/ports.js'
 import type {GatewaySecrets} from '../network/gateway/server.js'
@@ -205,7 +206,7 @@ const GATEWAY_PORTS = [GATEWAY_DEFAULTS.httpPort, GATEWAY_DEFAULTS.tlsPort]
 
 export interface StartResult {
   name: string
-  action: 'created' | 'started' | 'running'
+  action: 'created' | 'started' | 'running' | 'repaired'
   container: ContainerInfo
 }
 
@@ -231,12 +232,16 @@ export async function startSandbox(ctx: Context, ws: Workspace, options: Sandbox
           if (existing.labels[Labels.git] === undefined && existing.labels[Labels.kind] === 'sandbox') {
             reporter.warn(`${name} was started by an older agent-sandbox, in which the agent can write the host's .git; restart it: agent-sandbox stop && agent-sandbox start`)
           }
-          if (existing.labels[Labels.git] === 'gate') await ensureGate(ctx, ws, existing, options)
-          if (existing.labels[Labels.network] === 'firewall') await ensureGateway(ctx, ws, existing, options)
+          // A whole sandbox (health.ts): each sidecar that does not serve it is made anew, one line each.
+          const faults = await sidecarFaults(ctx, existing)
+          for (const fault of faults) {
+            reporter.info(repairLine(name, fault))
+            await (fault.sidecar === 'gate' ? remakeGate(ctx, ws, existing, options) : remakeGateway(ctx, ws, existing, options))
+          }
           if (existing.labels[Labels.ghapp] === '1') ensureRefresher(name, ctx.env ?? process.env, ctx.launchRefresher)
           const older = olderImageNotice(ws, existing, imageId, options.branch)
           if (older) reporter.warn(older)
-          return {name, action: 'running' as const, container: existing}
+          return {name, action: faults.length ? ('repaired' as const) : ('running' as const), container: existing}
         }
         // The host detached a protected mount (compromised-marker.ts): a restart mounts it again (and makes the gate anew).
         reporter.info(restartNotice(name, lost))
@@ -381,11 +386,9 @@ async function checkGate(ctx: Context, name: string): Promise<void> {
   throw new NotReadyError(`the push gate ${name} did not start: ${reason}`, {hint: 'fix the cause and run start again'})
 }
 
-/** A running sandbox's gate: started again (or made anew) when it is not serving. */
-async function ensureGate(ctx: Context, ws: Workspace, sandbox: ContainerInfo, options: SandboxOptions): Promise<void> {
+/** A running sandbox's gate, made anew (it does not serve the sandbox: health.ts). */
+async function remakeGate(ctx: Context, ws: Workspace, sandbox: ContainerInfo, options: SandboxOptions): Promise<void> {
   const name = Names.gate(sandbox.name)
-  const gate = await ctx.engine.containers.inspect(name)
-  if (gate?.running) return
   const prepared = await prepareSandbox(ws, {...options, ...(await engineTraits(ctx))}, ctx.env)
   if (!prepared.gate) return
   await startGate(ctx, prepared.gate)
@@ -457,28 +460,14 @@ export async function startRunGateway(ctx: Context, gateway: SandboxSpec, secret
 }
 
 /**
- * Whether a running sandbox's gateway serves it: running, and started after
- * the sandbox (one started before an engine-level restart of the sandbox
- * serves a network namespace that is gone).
+ * A running sandbox's gateway, made anew (it does not serve the sandbox:
+ * health.ts), with what `firewall allow` added live since the sandbox started.
  */
-export async function gatewayServes(ctx: Context, sandbox: Pick<ContainerInfo, 'name' | 'startedAt'>): Promise<boolean> {
-  const gateway = await ctx.engine.containers.inspect(Names.gateway(sandbox.name))
-  return gateway?.running === true && Date.parse(gateway.startedAt) >= Date.parse(sandbox.startedAt)
-}
-
-/**
- * A running sandbox's gateway: made anew when it does not serve it (killed,
- * stopped, or left in a stale network namespace by a `docker restart` of the
- * sandbox), with what `firewall allow` added live since the sandbox started.
- * Returns whether it was made anew.
- */
-export async function ensureGateway(ctx: Context, ws: Workspace, sandbox: ContainerInfo, options: SandboxOptions): Promise<boolean> {
-  if (!sandbox.env.some((e) => e.startsWith('AGENT_SANDBOX_GATEWAY_UID=')) || (await gatewayServes(ctx, sandbox))) return false
+async function remakeGateway(ctx: Context, ws: Workspace, sandbox: ContainerInfo, options: SandboxOptions): Promise<void> {
   // Every surrogate the sandbox holds, whatever this command's environment has: those sent elsewhere stay refused.
   const prepared = await prepareSandbox(ws, {...options, held: heldSecrets(sandbox), ...(await engineTraits(ctx))}, ctx.env)
-  if (!prepared.gateway) return false
+  if (!prepared.gateway) return
   const reporter = ctx.reporter ?? silentReporter
-  reporter.info(`the egress gateway of ${sandbox.name} did not serve it (stopped, missing, or left from before a restart): making it anew`)
   for (const n of prepared.unvalued) {
     reporter.warn(`secretEnv ${n} is not set here: the new egress gateway of ${sandbox.name} refuses its surrogate at every host, its own too; set ${n} and run the command again to restore it`)
   }
@@ -492,7 +481,6 @@ export async function ensureGateway(ctx: Context, ws: Workspace, sandbox: Contai
   if (domains.length) await gatewayAllow(ctx, sandbox.name, domains)
   // Its live httpRules are kept on the host, per start of the sandbox (gateway-ca.ts).
   for (const rule of liveRules(sandbox.name, sandbox.startedAt, ctx.env)) await gatewayAddRule(ctx, sandbox.name, rule)
-  return true
 }
 
 /**
