@@ -8,7 +8,7 @@
  */
 import * as v from 'valibot'
 import {MIN_CPUS, MIN_MEMORY_BYTES, parseSize} from './limits.js'
-import {parseAllowEntry} from './allow-entry.js'
+import {parseAllowEntry} from '../util/allow-entry.js'
 import {DEFAULT_HTTP_RULES} from '../network/gateway/rules.js'
 
 const text = (re: RegExp, message: string) => v.pipe(v.string(), v.regex(re, message))

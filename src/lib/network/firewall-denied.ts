@@ -3,7 +3,7 @@
  * allowlist entry that would allow each: the name its address was looked up
  * as, with the port and protocol it was refused on. Pure.
  */
-import {coveredBy, isWebEntry, parseAllowEntry} from '../config/allow-entry.js'
+import {coveredBy, isWebEntry, parseAllowEntry} from '../util/allow-entry.js'
 
 /** One denied packet, from a tcpdump line of denied.log. */
 export interface DeniedConnection {

@@ -5,7 +5,7 @@
  * what a nested runtime needs (templates/seccomp-nested.json).
  */
 import {defaultSeccompProfile} from '../util/assets.js'
-import {isLoopbackHost} from '../config/widening.js'
+import {isLoopbackHost} from '../util/addresses.js'
 
 /** The security options of a sandbox: no new privileges, our profile, and for nested containers an unmasked /proc (`unmasked`). */
 export function sandboxSecurityOpt(nestedSeccomp: string | undefined, unmasked: string): string[] {

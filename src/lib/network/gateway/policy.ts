@@ -4,7 +4,7 @@
  * request's destination is, from its Host header or SNI alone.
  */
 import {isIP} from 'node:net'
-import {isWebEntry} from '../../config/allow-entry.js'
+import {isWebEntry} from '../../util/allow-entry.js'
 
 /** Entries of a domain list file (default-domains.txt): words, `#` comments. */
 export function parseDomainList(text: string): string[] {
