@@ -22,6 +22,8 @@ import type {GatewaySecrets} from '../network/gateway/server.js'
 import {caCertLine, ensureGatewayCa, ephemeralGatewayCa, liveRules, removeGatewayCa} from '../network/gateway-ca.js'
 import {gatewayAddRule, gatewayAllow} from '../network/firewall.js'
 import {isMasked, makeSurrogate, type MaskedSecret} from '../network/gateway/secrets.js'
+import {maskVendorKeys} from '../network/gateway/agent-logins.js'
+import {gatewayLogins, pullGatewayLogins} from '../agents/login-sync.js'
 import {Labels, Names, quoteArg, requireInitialised, sanitizeBranch, type Workspace} from '../workspace.js'
 import {assertGatewayCanCarry, GHAPP_SECRET, ghappSecret, planGhapp, type GhappPlan} from '../github/plan.js'
 import {readToken, tokenPaths} from '../github/token-store.js'
@@ -101,7 +103,9 @@ export function reportSecrets(reporter: Reporter, prepared: Pick<PreparedSandbox
  * state directory (its certificate is part of the spec).
  */
 export async function prepareSandbox(ws: Workspace, options: SandboxOptions, env: NodeJS.ProcessEnv = process.env): Promise<PreparedSandbox> {
-  const {settings} = loadSettings({workspacePath: ws.path, flags: options.flags, env})
+  const loaded = loadSettings({workspacePath: ws.path, flags: options.flags, env}).settings
+  // ANTHROPIC_API_KEY and OPENAI_API_KEY are masked for their vendor's hosts, however they are handed in.
+  const settings = {...loaded, secretEnv: maskVendorKeys(loaded.secretEnv)}
   checkDockerNetwork(settings.dockerNetwork, options.network ?? settings.network, options.allowHostNetwork)
   const kindOf = fsKindOf(ws.path)
   const git = hostGitKind(ws, kindOf)
@@ -132,7 +136,9 @@ export async function prepareSandbox(ws: Workspace, options: SandboxOptions, env
   // A sandbox gets a gateway. A one-shot `run` only when it has something only a gateway can give it: masked
   // secrets with a value (runs get no App token: planGhapp is for sandboxes); a plain run keeps the firewall
   // alone, and its speed. The API's idle containers never (they have no companion containers).
-  const runGateway = oneShot && options.oneShotGateway === true && maskedEntries.length > 0
+  // The agents' logins imported masked (agents/login-store.ts): the gateway holds them, the volumes surrogates.
+  const logins = gatewayLogins(ws, settings.sharedAgentConfig, env)
+  const runGateway = oneShot && options.oneShotGateway === true && (maskedEntries.length > 0 || logins !== undefined)
   const gatewayOn = (!oneShot || runGateway) && (options.network ?? settings.network) === 'firewall'
   // The App token is held by the gateway alone (a surrogate inside): without a gateway the sandbox gets none (fail closed).
   const ghapp = gatewayOn ? plannedGhapp : undefined
@@ -174,7 +180,7 @@ export async function prepareSandbox(ws: Workspace, options: SandboxOptions, env
     spec,
     gate,
     gateway,
-    gatewaySecrets: gatewayCa && {ca: gatewayCa, secrets: masked},
+    gatewaySecrets: gatewayCa && {ca: gatewayCa, secrets: masked, ...(logins ? {logins} : {})},
     exposedSecrets: plainSecrets,
     unmasked: gatewayCa ? [] : maskedEntries.map((e) => e.name),
     unvalued: masked.filter((m) => m.value === undefined).map((m) => m.name),
@@ -635,6 +641,7 @@ export async function removeSandbox(ctx: Context, ws: Workspace, options: {branc
   const name = Names.container(ws, options.branch)
   const info = await ctx.engine.containers.inspect(name)
   const result: RemoveResult = {container: info ? 'removed' : 'missing', volumes: []}
+  await pullGatewayLogins(ctx.engine, Names.gateway(name), ctx.env ?? process.env)
   await Promise.all([removeGate(ctx, Names.gate(name)), removeGate(ctx, Names.gateway(name))])
   if (info) {
     await ctx.engine.containers.remove(info.id, {force: true})

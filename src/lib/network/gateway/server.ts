@@ -24,6 +24,8 @@ import {ALERT_UNRECOGNIZED_NAME, parseClientHello} from './sni.js'
 import {createLeafMinter, type Minter} from './certificates.js'
 import {swapSecrets, type MaskedSecret} from './secrets.js'
 import {SECRETS_FILE} from './ports.js'
+import type {GatewayLogins, Vendor} from './agent-logins.js'
+import {LoginBook, relayTokenExchange, type ExchangeIo} from './login-exchange.js'
 
 export interface GatewayConfig {
   httpPort: number
@@ -73,6 +75,8 @@ export interface GatewaySecrets {
   ca: {cert: string; key: string}
   /** Masked secretEnv entries: surrogate, real value, declared hosts. */
   secrets?: MaskedSecret[]
+  /** The agents' logins (agent-logins.ts), per vendor: absent for a vendor whose logins this gateway does not mask. */
+  logins?: GatewayLogins
 }
 
 /** The live allowlist: the files and env at start, plus `<stateDir>/allowlist` (firewall allow), re-read when it changes. */
@@ -206,7 +210,9 @@ export async function startGateway(config: GatewayConfig): Promise<RunningGatewa
     }
     return secrets
   }
-  const intercepts = (host: string) => config.masked.length > 0 || rulesFor(host, rules()).length > 0
+  // ---- Agent logins (login-exchange.ts): the vendors' hosts are intercepted, their surrogates swapped ----
+  const logins = new LoginBook(config.stateDir, () => getSecrets()?.logins)
+  const intercepts = (host: string) => config.masked.length > 0 || rulesFor(host, rules()).length > 0 || logins.intercepts(host)
   /** The minter and the HTTP/2 server, loaded at the first interception only (a gateway that passes everything through never loads them). */
   const getInterception = (): Promise<Interception> => {
     if (!interception) {
@@ -242,7 +248,7 @@ export async function startGateway(config: GatewayConfig): Promise<RunningGatewa
     if (sni !== undefined && sni !== host) return {status: 421, rule: `Host ${host} differs from the TLS name ${sni}`}
     const masked = config.masked.length ? getSecrets()?.secrets : []
     if (!masked) return {status: 503, rule: 'the gateway has not got its secrets yet'}
-    const swap = swapSecrets(host, sni !== undefined, target, pairs, masked)
+    const swap = swapSecrets(host, sni !== undefined, target, pairs, [...masked, ...logins.secrets()])
     if (!swap.ok) return {status: 403, rule: swap.rule}
     const secretsRule = swap.swapped.length ? `secrets ${swap.swapped.join(',')}` : undefined
     const inForce = rules()
@@ -266,6 +272,17 @@ export async function startGateway(config: GatewayConfig): Promise<RunningGatewa
       ? https.request({host: address, servername: host, port: config.upstreamTlsPort, method, path, headers, agent: upstreamAgent(), setHost: false})
       : http.request({host: address, port: config.upstreamHttpPort, method, path, headers, agent, setHost: false})
 
+  /** A token exchange of a masked login (login-exchange.ts): relayed whole, both bodies swapped. */
+  const relayLogin = (vendor: Vendor, host: string, method: string, checked: {forward: string; headers: Array<[string, string]>; rule?: string}, body: AsyncIterable<Buffer>, reply: ExchangeIo['reply'], refused: ExchangeIo['refuse']) =>
+    void relayTokenExchange(vendor, logins, host, {
+      headers: checked.headers,
+      body,
+      open: async (headers) => upstreamRequest(true, await resolve(host), host, method, checked.forward, headers),
+      reply,
+      refuse: refused,
+      record: (status, bytes, why, blocked) => record({method, host, path: pathOnly(checked.forward), status, bytes, decision: blocked ? 'blocked' : 'allowed', rule: [checked.rule, why].filter(Boolean).join('; ')}),
+    })
+
   // ---- HTTP (port 80), and the decrypted side of intercepted TLS: HTTP/1.1 with keep-alive, chunked bodies and Upgrade ----
   const onRequest = (req: http.IncomingMessage, res: http.ServerResponse) => {
     const target = req.url ?? '/'
@@ -280,6 +297,11 @@ export async function startGateway(config: GatewayConfig): Promise<RunningGatewa
       return
     }
     const rule = [verdict.rule, checked.rule].filter(Boolean).join('; ')
+    const login = sniOf.has(req.socket) ? logins.exchange(host, req.method ?? '', checked.forward) : undefined
+    if (login) {
+      const reply: ExchangeIo['reply'] = (status, headers, body) => res.writeHead(status, headers).end(body)
+      return relayLogin(login, host, req.method ?? '', checked, req, reply, (status, why) => refuse(res, status, why))
+    }
     resolve(host).then(
       (address) => {
         const upstream = upstreamRequest(sniOf.has(req.socket), address, host, req.method ?? 'GET', checked.forward, headerObject(checked.headers))
@@ -348,6 +370,15 @@ export async function startGateway(config: GatewayConfig): Promise<RunningGatewa
       return
     }
     const rule = [verdict.rule, checked.rule, 'HTTP/2'].filter(Boolean).join('; ')
+    const login = logins.exchange(host, method, checked.forward)
+    if (login) {
+      const reply: ExchangeIo['reply'] = (status, headers, body) => {
+        if (stream.destroyed || stream.closed) return
+        stream.respond({':status': status, ...headers})
+        stream.end(body)
+      }
+      return relayLogin(login, host, method, checked, stream, reply, answer)
+    }
     resolve(host).then(
       (address) => {
         const upstream = upstreamRequest(true, address, host, method, checked.forward, headerObject(checked.headers))
