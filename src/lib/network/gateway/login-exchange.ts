@@ -22,7 +22,6 @@ import {
   type GatewayLogins,
   type Vendor,
 } from './agent-logins.js'
-import {ruleHostMatches} from './rules.js'
 import type {MaskedSecret} from './secrets.js'
 
 export const MINTED_FILE = 'logins-minted.json'
@@ -53,9 +52,10 @@ export class LoginBook {
     return this.handed()?.[vendor] !== undefined
   }
 
-  /** TLS to a masked vendor's hosts is intercepted, whatever else the gateway intercepts. */
-  intercepts(host: string): boolean {
-    return (Object.keys(VENDOR_HOSTS) as Vendor[]).some((v) => this.masks(v) && VENDOR_HOSTS[v].some((h) => ruleHostMatches(h, host)))
+  /** Whether the gateway holds any login: then, as for masked secrets, every TLS connection is intercepted, so that a surrogate sent anywhere is seen (and refused). */
+  any(): boolean {
+    const handed = this.handed()
+    return handed !== undefined && Object.keys(handed).length > 0
   }
 
   logins(vendor: Vendor): AgentLogin[] {

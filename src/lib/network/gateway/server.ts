@@ -210,9 +210,9 @@ export async function startGateway(config: GatewayConfig): Promise<RunningGatewa
     }
     return secrets
   }
-  // ---- Agent logins (login-exchange.ts): the vendors' hosts are intercepted, their surrogates swapped ----
+  // ---- Agent logins (login-exchange.ts): held, every TLS connection is intercepted, as for masked secrets ----
   const logins = new LoginBook(config.stateDir, () => getSecrets()?.logins)
-  const intercepts = (host: string) => config.masked.length > 0 || rulesFor(host, rules()).length > 0 || logins.intercepts(host)
+  const intercepts = (host: string) => config.masked.length > 0 || rulesFor(host, rules()).length > 0 || logins.any()
   /** The minter and the HTTP/2 server, loaded at the first interception only (a gateway that passes everything through never loads them). */
   const getInterception = (): Promise<Interception> => {
     if (!interception) {
