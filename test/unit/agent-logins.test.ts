@@ -145,7 +145,7 @@ describe('the answer side', () => {
 describe('the vendors\' API key variables', () => {
   it('are masked for their vendor\'s hosts when handed in plain; other names and masked entries stay as they are', () => {
     const out = maskVendorKeys(['ANTHROPIC_API_KEY', 'OPENAI_API_KEY', 'OTHER', 'toString', {name: 'X', hosts: ['x.org']}])
-    expect(out[0]).toEqual({name: 'ANTHROPIC_API_KEY', hosts: ['api.anthropic.com', 'platform.claude.com', 'console.anthropic.com', 'claude.ai']})
+    expect(out[0]).toEqual({name: 'ANTHROPIC_API_KEY', hosts: ['api.anthropic.com', 'platform.claude.com', 'console.anthropic.com', 'claude.ai', 'mcp-proxy.anthropic.com']})
     expect(out[1]).toMatchObject({name: 'OPENAI_API_KEY', hosts: expect.arrayContaining(['api.openai.com', 'chatgpt.com'])})
     expect(out.slice(2)).toEqual(['OTHER', 'toString', {name: 'X', hosts: ['x.org']}])
   })

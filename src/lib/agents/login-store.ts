@@ -7,7 +7,7 @@
  * refresh come back here (pullGatewayLogins), so they outlive the gateway.
  */
 import {randomBytes} from 'node:crypto'
-import {mkdirSync, readFileSync, renameSync, rmSync, writeFileSync} from 'node:fs'
+import {mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync} from 'node:fs'
 import {homedir} from 'node:os'
 import {join} from 'node:path'
 import {addMinted, type AgentLogin, type LoginBundle} from '../network/gateway/agent-logins.js'
@@ -58,4 +58,15 @@ export function storeLogins(volume: string, key: string, logins: readonly AgentL
 
 export function removeLoginStore(volume: string, env: NodeJS.ProcessEnv = process.env): void {
   rmSync(storePath(volume, env), {force: true})
+}
+
+/** Every stored login on this host, of every volume: what doctor looks for (by hash) in a sandbox. */
+export function allStoredLogins(env: NodeJS.ProcessEnv = process.env): AgentLogin[] {
+  let files: string[]
+  try {
+    files = readdirSync(loginStoreDir(env)).filter((f) => f.endsWith('.json'))
+  } catch {
+    return []
+  }
+  return files.flatMap((f) => readLoginStore(f.slice(0, -'.json'.length), env)?.logins ?? [])
 }

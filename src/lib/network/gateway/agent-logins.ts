@@ -31,7 +31,7 @@ export type GatewayLogins = Partial<Record<Vendor, LoginBundle & {agent: string;
 
 /** The hosts a vendor's tokens go to (checked in the agents' code, docs/agents.md): nowhere else. */
 export const VENDOR_HOSTS: Record<Vendor, readonly string[]> = {
-  anthropic: ['api.anthropic.com', 'platform.claude.com', 'console.anthropic.com', 'claude.ai'],
+  anthropic: ['api.anthropic.com', 'platform.claude.com', 'console.anthropic.com', 'claude.ai', 'mcp-proxy.anthropic.com'],
   openai: ['api.openai.com', 'chatgpt.com', 'auth.openai.com'],
 }
 
@@ -49,13 +49,15 @@ export function maskVendorKeys(entries: readonly SecretEnvEntry[]): SecretEnvEnt
 /**
  * The exchanges that carry a token in their body and hand out new ones in
  * their answer: the OAuth token endpoints (refresh, a login's code, Codex's
- * token exchange for an API key) and Claude Code's API key made from its login.
+ * token exchange for an API key, Codex's revocation at logout) and Claude
+ * Code's API key made from its login.
  */
 export const TOKEN_ENDPOINTS: ReadonlyArray<{vendor: Vendor; host: string; path: string}> = [
   {vendor: 'anthropic', host: 'platform.claude.com', path: '/v1/oauth/token'},
   {vendor: 'anthropic', host: 'console.anthropic.com', path: '/v1/oauth/token'},
   {vendor: 'anthropic', host: 'api.anthropic.com', path: '/api/oauth/claude_cli/create_api_key'},
   {vendor: 'openai', host: 'auth.openai.com', path: '/oauth/token'},
+  {vendor: 'openai', host: 'auth.openai.com', path: '/oauth/revoke'},
 ]
 
 /** Bodies of token exchanges are buffered whole: anything larger is refused. */
