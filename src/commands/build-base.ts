@@ -19,14 +19,14 @@ export default class BuildBase extends Command {
     'codex-version': Flags.string({description: 'version of @openai/codex'}),
     'git-delta-version': Flags.string({description: 'git-delta: "debian" (Debian package, no download) or a release to download from GitHub'}),
     json: Flags.boolean({description: 'print the result as JSON'}),
-    tag: Flags.string({description: 'tag of the base image', default: 'latest'}),
+    tag: Flags.string({description: 'tag of the base image (default: env AGENT_SANDBOX_BASE_TAG, else latest)'}),
   }
 
   async run({flags}: Input<typeof BuildBase>): Promise<number | void> {
     const defaults = defaultToolVersions()
     const ctx = await this.context(flags)
     const result = await buildBase(ctx, {
-      tag: flags.tag,
+      tag: flags.tag ?? (process.env.AGENT_SANDBOX_BASE_TAG || 'latest'),
       baseImage: flags['base-image'],
       versions: {
         claudeCode: flags['claude-code-version'] ?? defaults.claudeCode,

@@ -293,6 +293,8 @@ export interface AgentConfigResult {
   credentials?: 'masked' | 'plain'
 }
 
+const MASKED_FILES = new Set(['auth.json', '.credentials.json', '.claude.json'])
+
 /**
  * The imported files with surrogates for their tokens; the real values are
  * stored on the host first, so that a volume never holds a surrogate that
@@ -300,7 +302,8 @@ export interface AgentConfigResult {
  */
 function maskImported(agent: Agent, volume: AgentVolume, imported: HostFile[], env: NodeJS.ProcessEnv): HostFile[] {
   const key = loginKey(volume.name, env)
-  const masked = imported.map((f) => ({file: f, ...maskCredentialFile(agent, f.name, f.content, key, f.source)}))
+  // The files that hold tokens; a companion such as Codex's profile.json is copied as it is.
+  const masked = imported.map((f) => (MASKED_FILES.has(f.name) ? {file: f, ...maskCredentialFile(agent, f.name, f.content, key, f.source)} : {file: f, content: f.content, logins: []}))
   storeLogins(volume.name, key, masked.flatMap((m) => m.logins), env)
   return masked.map((m) => ({...m.file, content: m.content}))
 }
