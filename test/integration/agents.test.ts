@@ -13,7 +13,7 @@ import {createHash, randomBytes} from 'node:crypto'
 import {mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
-import {cleanupUnder, cli, docker, initWorkspace, inspect, makeWorkspace, removeWorkspace, type Result, TEST_ROOT, TEST_UID, trustWorkspace} from './helpers.js'
+import {cleanupUnder, cli, docker, initWorkspace, inspect, makeWorkspace, removeWorkspace, type Result, TEST_ROOT, TEST_STATE_HOME, TEST_UID, trustWorkspace} from './helpers.js'
 
 const TOKEN = `agent-sandbox-it-token-${randomBytes(8).toString('hex')}`
 const BASE = 'agent-sandbox-base:latest'
@@ -31,7 +31,7 @@ function record(label: string, r: Result): Result {
 
 /** The CLI with the given host HOME (and nothing else pointing at host agent or git config). */
 async function as(home: string, ...args: string[]): Promise<Result> {
-  const env = {HOME: home, XDG_CONFIG_HOME: undefined, XDG_STATE_HOME: undefined, GIT_CONFIG_GLOBAL: undefined, CODEX_HOME: undefined, CLAUDE_CONFIG_DIR: undefined}
+  const env = {HOME: home, XDG_CONFIG_HOME: undefined, GIT_CONFIG_GLOBAL: undefined, CODEX_HOME: undefined, CLAUDE_CONFIG_DIR: undefined}
   return record(args.join(' '), await cli(args, {env}))
 }
 
@@ -238,7 +238,7 @@ describe('codex-init-config, with no sandbox running', () => {
     // The id token's header and claims are kept: only its signature differs.
     expect(inVolume.tokens.id_token.split('.').slice(0, 2)).toEqual(real.tokens.id_token.split('.').slice(0, 2))
     expect((await peek(volA.codex, 'cat /v/auth.json')).stdout).not.toContain(TOKEN)
-    const store = join(home, '.local', 'state', 'agent-sandbox', 'logins', `${volA.codex}.json`)
+    const store = join(TEST_STATE_HOME, 'agent-sandbox', 'logins', `${volA.codex}.json`)
     expect(statSync(store).mode & 0o777).toBe(0o600)
     const stored = JSON.parse(readFileSync(store, 'utf8')) as {logins: Array<{name: string; value: string; surrogate: string}>}
     expect(stored.logins.map((l) => l.value).sort()).toEqual([real.tokens.access_token, real.tokens.id_token, real.tokens.refresh_token].sort())
