@@ -3,7 +3,7 @@
  * loopback: a stand-in resolver answers 127.0.0.1 for the vendors' names, a
  * stand-in site plays their token endpoints and APIs with certificates of its
  * own CA. No masked secretEnv: the vendors' hosts are intercepted for the
- * logins alone. The engine-level proof is test/integration/agent-logins.test.ts.
+ * logins alone.
  */
 import {randomBytes} from 'node:crypto'
 import {createSocket, type Socket as UdpSocket} from 'node:dgram'
