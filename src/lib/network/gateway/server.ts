@@ -374,8 +374,13 @@ export async function startGateway(config: GatewayConfig): Promise<RunningGatewa
     if (login) {
       const reply: ExchangeIo['reply'] = (status, headers, body) => {
         if (stream.destroyed || stream.closed) return
-        stream.respond({':status': status, ...headers})
-        stream.end(body)
+        try {
+          stream.respond({':status': status, ...headers})
+          stream.end(body)
+        } catch {
+          // A header HTTP/2 refuses: this exchange fails, the gateway goes on.
+          stream.destroy()
+        }
       }
       return relayLogin(login, host, method, checked, stream, reply, answer)
     }
