@@ -5,7 +5,8 @@
  * buildGatewaySpec). `node egress-gateway.cjs --allow DOMAIN...` adds domains to
  * the running gateway's allowlist, `--rule JSON` an httpRule (firewall allow),
  * and `--describe` prints the rules in force and the masked secrets' names and
- * hosts (never their values; doctor); `--secret NAME` takes a new value for
+ * hosts (never their values; doctor); `--logins` prints the agents' tokens it
+ * minted (to the CLI's store); `--secret NAME` takes a new value for
  * one masked secret on stdin (a renewed GitHub App token), which the running
  * gateway reads at its next request (its CA and secrets come first from
  * lifecycle.ts startGatewayContainer's exec).
@@ -21,6 +22,7 @@ import {isHttpRule, parseRuleLines, type HttpRule} from './lib/network/gateway/r
 import {LIVE_ALLOWLIST, LIVE_RULES} from './lib/network/gateway/live.js'
 import {GATEWAY_DEFAULTS} from './lib/network/gateway/ports.js'
 import {parseDomainEnv} from './lib/network/gateway/policy.js'
+import {readMinted} from './lib/network/gateway/login-exchange.js'
 
 const say = (message: string) => process.stderr.write(`egress-gateway: ${message}\n`)
 const env = process.env
@@ -52,6 +54,11 @@ async function main(argv: string[]): Promise<void> {
     const file = join(stateDir, SECRETS_FILE)
     const secrets = existsSync(file) ? ((JSON.parse(readFileSync(file, 'utf8')) as GatewaySecrets).secrets ?? []) : []
     process.stdout.write(`${JSON.stringify({rules: [...configRules(), ...live], live, masked: secrets.map((s) => ({name: s.name, hosts: s.hosts}))})}\n`)
+    return
+  }
+  if (argv[0] === '--logins') {
+    // The agents' tokens this gateway minted (login-exchange.ts): to the CLI's store on the host, over this exec's stdout.
+    process.stdout.write(`${JSON.stringify(readMinted(stateDir))}\n`)
     return
   }
   // From the CLI over this exec's stdin: never an argument, an env variable or a file outside this tmpfs.

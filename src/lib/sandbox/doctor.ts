@@ -9,6 +9,7 @@ import {baseImageDir} from '../util/assets.js'
 import {NotReadyError, SandboxError} from '../errors.js'
 import type {Context} from '../context.js'
 import {parseHookConfigLabel} from '../git/hook-config.js'
+import {checkAgentLogins} from './doctor-logins.js'
 import {describeGateway, hasGateway, lastLine, NOT_READY, readFirewallStatus, requireRunning, table, type FirewallStatus, type GatewayDescription, type RunningSandbox} from '../network/firewall.js'
 import {allowlistMatch, isIpLiteral, normaliseHost, parseDomainEnv} from '../network/gateway/policy.js'
 import {ruleHostMatches, rulesFor} from '../network/gateway/rules.js'
@@ -163,7 +164,7 @@ export async function runDoctor(ctx: Context, ws: Workspace, options: {branch?: 
   if (r.exitCode === 1 && !probes.some((c) => c.status === 'fail')) {
     throw new SandboxError(`doctor.sh exited 1 in ${sandbox.name} without reporting a failed check: ${lastLine(r.stderr)}`)
   }
-  checks.push(...probes, await checkHookConfig(ctx, sandbox, workspaceMountPath(ws)))
+  checks.push(...probes, await checkHookConfig(ctx, sandbox, workspaceMountPath(ws)), await checkAgentLogins(ctx, sandbox.id))
   // Each sidecar as health.ts defines a whole sandbox; a failure names its repair.
   const info = await ctx.engine.containers.inspect(sandbox.id)
   if (info) checks.push(...(await sidecarChecks(ctx, info)))

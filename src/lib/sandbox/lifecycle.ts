@@ -25,6 +25,8 @@ import {caCertLine, ensureGatewayCa, ephemeralGatewayCa, removeGatewayCa} from '
 import {liveRules} from '../network/gateway-live-rules.js'
 import {gatewayAddRule, gatewayAllow} from '../network/firewall.js'
 import {isMasked, makeSurrogate, type MaskedSecret} from '../network/gateway/secrets.js'
+import {maskVendorKeys} from '../network/gateway/agent-logins.js'
+import {gatewayLogins, pullGatewayLogins} from '../logins/login-sync.js'
 import {Labels, Names, requireInitialised, sanitizeBranch, type Workspace} from '../workspace.js'
 import {quoteArg} from '../util/shell-quote.js'
 import {assertGatewayCanCarry, GHAPP_SECRET, ghappSecret, planGhapp, type GhappPlan} from '../github/plan.js'
@@ -105,7 +107,9 @@ export function reportSecrets(reporter: Reporter, prepared: Pick<PreparedSandbox
  * state directory (its certificate is part of the spec).
  */
 export async function prepareSandbox(ws: Workspace, options: SandboxOptions, env: NodeJS.ProcessEnv = process.env): Promise<PreparedSandbox> {
-  const {settings} = loadSettings({workspacePath: ws.path, flags: options.flags, env})
+  const loaded = loadSettings({workspacePath: ws.path, flags: options.flags, env}).settings
+  // ANTHROPIC_API_KEY and OPENAI_API_KEY are masked for their vendor's hosts, however they are handed in.
+  const settings = {...loaded, secretEnv: maskVendorKeys(loaded.secretEnv)}
   checkDockerNetwork(settings.dockerNetwork, options.network ?? settings.network, options.allowHostNetwork)
   const kindOf = fsKindOf(ws.path)
   const git = hostGitKind(ws, kindOf)
@@ -136,7 +140,9 @@ export async function prepareSandbox(ws: Workspace, options: SandboxOptions, env
   // A sandbox gets a gateway. A one-shot `run` only when it has something only a gateway can give it: masked
   // secrets with a value (runs get no App token: planGhapp is for sandboxes); a plain run keeps the firewall
   // alone, and its speed. The API's idle containers never (they have no companion containers).
-  const runGateway = oneShot && options.oneShotGateway === true && maskedEntries.length > 0
+  // The agents' logins imported masked (logins/login-store.ts): the gateway holds them, the volumes surrogates.
+  const logins = gatewayLogins(ws, settings.sharedAgentConfig, env)
+  const runGateway = oneShot && options.oneShotGateway === true && (maskedEntries.length > 0 || logins !== undefined)
   const gatewayOn = (!oneShot || runGateway) && (options.network ?? settings.network) === 'firewall'
   // The App token is held by the gateway alone (a surrogate inside): without a gateway the sandbox gets none (fail closed).
   const ghapp = gatewayOn ? plannedGhapp : undefined
@@ -178,7 +184,7 @@ export async function prepareSandbox(ws: Workspace, options: SandboxOptions, env
     spec,
     gate,
     gateway,
-    gatewaySecrets: gatewayCa && {ca: gatewayCa, secrets: masked},
+    gatewaySecrets: gatewayCa && {ca: gatewayCa, secrets: masked, ...(logins ? {logins} : {})},
     exposedSecrets: plainSecrets,
     unmasked: gatewayCa ? [] : maskedEntries.map((e) => e.name),
     unvalued: masked.filter((m) => m.value === undefined).map((m) => m.name),
@@ -631,6 +637,7 @@ export async function removeSandbox(ctx: Context, ws: Workspace, options: {branc
   const name = Names.container(ws, options.branch)
   const info = await ctx.engine.containers.inspect(name)
   const result: RemoveResult = {container: info ? 'removed' : 'missing', volumes: []}
+  await pullGatewayLogins(ctx.engine, Names.gateway(name), ctx.env ?? process.env)
   await Promise.all([removeCompanion(ctx, Names.gate(name)), removeCompanion(ctx, Names.gateway(name))])
   if (info) {
     await ctx.engine.containers.remove(info.id, {force: true})

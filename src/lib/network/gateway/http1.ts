@@ -10,6 +10,7 @@ import http from 'node:http'
 import type {Duplex} from 'node:stream'
 import {errCode, filterRaw, headerObject, rawRefusal, refusalText} from './forward.js'
 import {hostOf, judgeHttp1} from './http1-judge.js'
+import type {ExchangeIo} from './login-exchange.js'
 import type {GatewayState} from './state.js'
 import {MAX_HEADER_FIELDS, parserRefusal, type Refusal} from './strict.js'
 import {serveUpgrade} from './upgrade.js'
@@ -56,6 +57,12 @@ function forward(state: GatewayState, req: http.IncomingMessage, res: http.Serve
     return
   }
   const rule = [allowRule, judged.rule].filter(Boolean).join('; ')
+  // A token exchange of a masked login (over TLS only) is relayed whole, its bodies swapped (login-exchange.ts).
+  const login = state.sniOf.has(req.socket) ? state.logins.exchange(host, method, judged.forward) : undefined
+  if (login) {
+    const reply: ExchangeIo['reply'] = (status, headers, body) => res.writeHead(status, headers).end(body)
+    return state.relayLogin(login, host, method, judged, req, reply, (status, why) => refuse(res, status, why, false))
+  }
   state.resolve(host).then(
     (address) => {
       const upstream = state.upstreamRequest(state.sniOf.has(req.socket), address, host, method || 'GET', judged.forward, headerObject(judged.headers))

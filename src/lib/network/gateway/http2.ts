@@ -10,6 +10,7 @@
 import http2 from 'node:http2'
 import {errCode, headerObject, HOP_BY_HOP, refusalText} from './forward.js'
 import {decideHttp, normaliseHost, pathOnly, type Verdict} from './policy.js'
+import type {ExchangeIo} from './login-exchange.js'
 import type {GatewayState} from './state.js'
 
 /** HTTP/2 flow-control window for what clients send (uploads): node's default 64 KiB would stall a fast upload on round trips. */
@@ -64,6 +65,21 @@ function serveStream(state: GatewayState, stream: http2.ServerHttp2Stream, heade
     return
   }
   const rule = [verdict.rule, judged.rule, 'HTTP/2'].filter(Boolean).join('; ')
+  // A token exchange of a masked login is relayed whole, its bodies swapped (login-exchange.ts).
+  const login = state.logins.exchange(host, method, judged.forward)
+  if (login) {
+    const reply: ExchangeIo['reply'] = (status, headers, body) => {
+      if (stream.destroyed || stream.closed) return
+      try {
+        stream.respond({':status': status, ...headers})
+        stream.end(body)
+      } catch {
+        // A header HTTP/2 refuses: this exchange fails, the gateway goes on.
+        stream.destroy()
+      }
+    }
+    return state.relayLogin(login, host, method, judged, stream, reply, answer)
+  }
   state.resolve(host).then(
     (address) => {
       const upstream = state.upstreamRequest(true, address, host, method, judged.forward, headerObject(judged.headers))

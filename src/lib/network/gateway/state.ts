@@ -14,7 +14,9 @@ import {query, TYPE_A, TYPE_AAAA} from './dns.js'
 import {originForm} from './forward.js'
 import {LIVE_ALLOWLIST, LIVE_RULES, watchedFile} from './live.js'
 import type {RequestLogEntry} from './log.js'
-import {parseDomainList} from './policy.js'
+import type {GatewayLogins, Vendor} from './agent-logins.js'
+import {LoginBook, relayTokenExchange, type ExchangeIo} from './login-exchange.js'
+import {parseDomainList, pathOnly} from './policy.js'
 import {SECRETS_FILE} from './ports.js'
 import {RequestLog} from './request-log.js'
 import {judgeHttpRules, normaliseRequestPath, parseRuleLines, ruleHostMatches, rulesFor, type HttpRule} from './rules.js'
@@ -57,6 +59,8 @@ export interface GatewaySecrets {
   ca: {cert: string; key: string}
   /** Masked secretEnv entries: surrogate, real value, declared hosts. */
   secrets?: MaskedSecret[]
+  /** The agents' logins (agent-logins.ts), per vendor: absent for a vendor whose logins this gateway does not mask. */
+  logins?: GatewayLogins
 }
 
 /** A request as every protocol module hands it to judge. */
@@ -76,6 +80,8 @@ export class GatewayState {
   readonly rules: () => HttpRule[]
   /** The names intercepted TLS connections were opened for (their SNI), by the decrypted socket. */
   readonly sniOf = new WeakMap<object, string>()
+  /** The agents' logins it holds (login-exchange.ts): handed over with the secrets, and those it minted since. */
+  readonly logins: LoginBook
   private readonly baseAllowlist: string[]
   private readonly extraAllowlist: () => string[]
   private readonly plainAgent = new http.Agent({keepAlive: true, maxFreeSockets: 16})
@@ -93,6 +99,7 @@ export class GatewayState {
       const live = liveRules()
       return live.length ? [...config.rules, ...live] : config.rules
     }
+    this.logins = new LoginBook(config.stateDir, () => this.secrets()?.logins)
     this.log = new RequestLog(config.stateDir, config.maxLogBytes, config.onError, config.onRecord)
   }
 
@@ -133,9 +140,11 @@ export class GatewayState {
    * Whether TLS to `host` is terminated: only where it buys something, a host with httpRules
    * (GitHub's defaults among them) or one a masked secret is declared for; every host with
    * gateway.inspectAll. Anywhere else a surrogate is worthless, and the connection passes through.
+   * A gateway that holds agent logins intercepts every host, so that a login's surrogate sent
+   * anywhere is seen (and refused).
    */
   intercepts(host: string): boolean {
-    if (this.config.inspectAll) return true
+    if (this.config.inspectAll || this.logins.any()) return true
     if (rulesFor(host, this.rules()).length > 0) return true
     return (this.secrets()?.secrets ?? []).some((s) => s.hosts.some((h) => ruleHostMatches(h, host)))
   }
@@ -161,7 +170,7 @@ export class GatewayState {
     if (sni !== undefined && sni !== host) return {status: 421, rule: `Host ${host} differs from the TLS name ${sni}`}
     const masked = this.config.masked.length ? this.secrets()?.secrets : []
     if (!masked) return {status: 503, rule: 'the gateway has not got its secrets yet'}
-    const swap = swapSecrets(host, sni !== undefined, target, asked.headers, masked)
+    const swap = swapSecrets(host, sni !== undefined, target, asked.headers, [...masked, ...this.logins.secrets()])
     if (!swap.ok) return {status: 403, rule: swap.rule}
     const secretsRule = swap.swapped.length ? `secrets ${swap.swapped.join(',')}` : undefined
     const inForce = this.rules()
@@ -188,6 +197,18 @@ export class GatewayState {
     if (!secure) return http.request({host: address, port: upstreamHttpPort, method, path, headers, agent: this.plainAgent, setHost: false})
     this.tlsAgent ??= new https.Agent({keepAlive: true, maxFreeSockets: 16, secureContext: this.upstreamTls()})
     return https.request({host: address, servername: host, port: upstreamTlsPort, method, path, headers, agent: this.tlsAgent, setHost: false})
+  }
+
+  /** A token exchange of a masked login (login-exchange.ts), over intercepted TLS: relayed whole, both bodies swapped. */
+  relayLogin(vendor: Vendor, host: string, method: string, judged: {forward: string; headers: Array<[string, string]>; rule?: string}, body: AsyncIterable<Buffer>, reply: ExchangeIo['reply'], refuse: ExchangeIo['refuse']): void {
+    void relayTokenExchange(vendor, this.logins, host, {
+      headers: judged.headers,
+      body,
+      open: async (headers) => this.upstreamRequest(true, await this.resolve(host), host, method, judged.forward, headers),
+      reply,
+      refuse,
+      record: (status, bytes, why, blocked) => this.record({method, host, path: pathOnly(judged.forward), status, bytes, decision: blocked ? 'blocked' : 'allowed', rule: [judged.rule, why].filter(Boolean).join('; ')}),
+    })
   }
 
   close(): void {
