@@ -139,14 +139,13 @@ export class GatewayState {
   /**
    * Whether TLS to `host` is terminated: only where it buys something, a host with httpRules
    * (GitHub's defaults among them) or one a masked secret is declared for; every host with
-   * gateway.inspectAll. Anywhere else a surrogate is worthless, and the connection passes through.
-   * A gateway that holds agent logins intercepts every host, so that a login's surrogate sent
-   * anywhere is seen (and refused).
+   * gateway.inspectAll. An agent login counts as a masked secret for its vendor's hosts. Anywhere
+   * else a surrogate is worthless, and the connection passes through.
    */
   intercepts(host: string): boolean {
-    if (this.config.inspectAll || this.logins.any()) return true
+    if (this.config.inspectAll) return true
     if (rulesFor(host, this.rules()).length > 0) return true
-    return (this.secrets()?.secrets ?? []).some((s) => s.hosts.some((h) => ruleHostMatches(h, host)))
+    return [...(this.secrets()?.secrets ?? []), ...this.logins.secrets()].some((s) => s.hosts.some((h) => ruleHostMatches(h, host)))
   }
 
   /** The first address of a name, from the sandbox's resolver, asked every time (dns.ts). */
