@@ -116,7 +116,9 @@ beforeAll(async () => {
         upstreamHttpPort: 1,
         upstreamTlsPort: (site.address() as AddressInfo).port,
         maxLogBytes: 1024 * 1024,
-        rules: [],
+        // other.test is intercepted for its rule, so a login's surrogate sent there is seen (and refused);
+        // a host with neither rules nor a secret is passed through, where a surrogate is worthless.
+        rules: [{host: 'other.test', methods: ['GET', 'POST']}],
         upstreamCa: [siteCa.cert],
         masked: [],
       })
