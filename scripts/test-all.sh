@@ -12,14 +12,18 @@
 # otherwise a line says that suite was not requested.
 # Rootless Podman: the rootless suite (test/rootless) runs the CLI as the user
 # scripts/setup-rootless-podman.sh creates, when AGENT_SANDBOX_TEST_ROOTLESS=1.
-# Usage: scripts/test-all.sh [unit|bats|integration|podman|rootless]...   (default: all)
+# Engine restart: the engine-restart suite restarts the engine daemon that
+# scripts/setup-engine.sh started (scripts/restart-engine.sh), which stops every
+# container on it, when AGENT_SANDBOX_TEST_ENGINE_RESTART=1: run it alone, after
+# the others (on Podman too with AGENT_SANDBOX_TEST_PODMAN=1).
+# Usage: scripts/test-all.sh [unit|bats|integration|podman|rootless|engine-restart]...   (default: all)
 set -uo pipefail
 
 cd "$(dirname "$0")/.." || exit 1
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 suites=("$@")
-[ "${#suites[@]}" -gt 0 ] || suites=(unit bats integration podman rootless)
+[ "${#suites[@]}" -gt 0 ] || suites=(unit bats integration podman rootless engine-restart)
 
 passed=0
 failed=0
@@ -92,8 +96,28 @@ for suite in "${suites[@]}"; do
       count_vitest "$out/rootless.json" rootless
       [ "$rc" -eq 0 ] || [ -s "$out/rootless.json" ] || broken=$((broken + 1))
       ;;
+    engine-restart)
+      if [ "${AGENT_SANDBOX_TEST_ENGINE_RESTART:-0}" != 1 ]; then
+        printf '\n=== engine-restart tests: not requested (set AGENT_SANDBOX_TEST_ENGINE_RESTART=1; it stops every container on the engine) ===\n'
+        continue
+      fi
+      npm run build --silent >/dev/null || { echo "test-all: npm run build failed" >&2; broken=$((broken + 1)); continue; }
+      printf '\n=== engine-restart tests on docker ===\n'
+      npx vitest run --project engine-restart --reporter=default --reporter=json --outputFile.json="$out/engine-restart.json"
+      rc=$?
+      count_vitest "$out/engine-restart.json" engine-restart
+      [ "$rc" -eq 0 ] || [ -s "$out/engine-restart.json" ] || broken=$((broken + 1))
+      if [ "${AGENT_SANDBOX_TEST_PODMAN:-0}" = 1 ]; then
+        printf '\n=== engine-restart tests on podman ===\n'
+        DOCKER_HOST="${AGENT_SANDBOX_PODMAN_HOST:-unix:///run/podman/podman.sock}" AGENT_SANDBOX_ENGINE=podman AGENT_SANDBOX_IT_ID=podman \
+          npx vitest run --project engine-restart --reporter=default --reporter=json --outputFile.json="$out/engine-restart-podman.json"
+        rc=$?
+        count_vitest "$out/engine-restart-podman.json" engine-restart-podman
+        [ "$rc" -eq 0 ] || [ -s "$out/engine-restart-podman.json" ] || broken=$((broken + 1))
+      fi
+      ;;
     *)
-      echo "test-all: unknown suite: $suite (use unit, bats, integration, podman, rootless)" >&2
+      echo "test-all: unknown suite: $suite (use unit, bats, integration, podman, rootless, engine-restart)" >&2
       exit 2
       ;;
   esac

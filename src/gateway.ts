@@ -5,7 +5,8 @@
  * buildGatewaySpec). `node egress-gateway.cjs --allow DOMAIN...` adds domains to
  * the running gateway's allowlist, `--rule JSON` an httpRule (firewall allow),
  * and `--describe` prints the rules in force and the masked secrets' names and
- * hosts (never their values; doctor); `--secret NAME` takes a new value for
+ * hosts (never their values; doctor); `--logins` prints the agents' tokens it
+ * minted (to the CLI's store); `--secret NAME` takes a new value for
  * one masked secret on stdin (a renewed GitHub App token), which the running
  * gateway reads at its next request (its CA and secrets come first from
  * lifecycle.ts startGatewayContainer's exec).
@@ -16,11 +17,12 @@
 import {appendFileSync, existsSync, readFileSync, renameSync, writeFileSync} from 'node:fs'
 import {rootCertificates} from 'node:tls'
 import {join} from 'node:path'
-import {SECRETS_FILE, startGateway, type GatewaySecrets} from './lib/network/gateway/server.js'
+import {SECRETS_FILE, serveGateway, type GatewaySecrets} from './lib/network/gateway/server.js'
 import {isHttpRule, parseRuleLines, type HttpRule} from './lib/network/gateway/rules.js'
 import {LIVE_ALLOWLIST, LIVE_RULES} from './lib/network/gateway/live.js'
 import {GATEWAY_DEFAULTS} from './lib/network/gateway/ports.js'
 import {parseDomainEnv} from './lib/network/gateway/policy.js'
+import {readMinted} from './lib/network/gateway/login-exchange.js'
 
 const say = (message: string) => process.stderr.write(`egress-gateway: ${message}\n`)
 const env = process.env
@@ -54,6 +56,11 @@ async function main(argv: string[]): Promise<void> {
     process.stdout.write(`${JSON.stringify({rules: [...configRules(), ...live], live, masked: secrets.map((s) => ({name: s.name, hosts: s.hosts}))})}\n`)
     return
   }
+  if (argv[0] === '--logins') {
+    // The agents' tokens this gateway minted (login-exchange.ts): to the CLI's store on the host, over this exec's stdout.
+    process.stdout.write(`${JSON.stringify(readMinted(stateDir))}\n`)
+    return
+  }
   // From the CLI over this exec's stdin: never an argument, an env variable or a file outside this tmpfs.
   // Written whole and renamed into place, so the serving process never reads half a file.
   const save = (secrets: GatewaySecrets) => {
@@ -75,7 +82,7 @@ async function main(argv: string[]): Promise<void> {
   // listening means ready: what a one-shot run's entrypoint waits for (entrypoint.sh wait_gateway).
   await handedOver(join(stateDir, SECRETS_FILE))
   const bundle = env.AGENT_SANDBOX_GATEWAY_UPSTREAM_BUNDLE ?? '/etc/ssl/certs/ca-certificates.crt'
-  const gateway = await startGateway({
+  const gateway = await serveGateway({
     httpPort,
     tlsPort,
     listen: ['127.0.0.1', '::1'],
@@ -88,6 +95,7 @@ async function main(argv: string[]): Promise<void> {
     maxLogBytes: 8 * 1024 * 1024,
     rules: configRules(),
     masked: (env.AGENT_SANDBOX_GATEWAY_MASKED ?? '').split(',').filter(Boolean),
+    inspectAll: env.AGENT_SANDBOX_GATEWAY_INSPECT_ALL === '1',
     // Upstreams are verified against node's roots and the image's bundle (build-base --ca-cert, a workspace image's own CAs).
     upstreamCa: [...rootCertificates, ...(existsSync(bundle) ? [readFileSync(bundle, 'utf8')] : [])],
     onError: say,

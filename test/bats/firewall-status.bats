@@ -127,7 +127,7 @@ not_root() {
   assert_success
   echo "$output" | jq -e . > /dev/null
   run jq -r 'keys_unsorted | join(",")' <<< "$output"
-  assert_output 'backend,rules,rules6,rulesReadable,allowlist,ipsets,deniedDns,deniedConnections'
+  assert_output 'backend,rules,rules6,rulesReadable,allowlist,ipsets,deniedDns,deniedConnections,resolved'
   run "$SCRIPT" --json
   local json="$output"
   [ "$(jq -r .backend <<< "$json")" = nft ]
@@ -140,6 +140,23 @@ not_root() {
   [ "$(jq -r '.deniedDns[-1]' <<< "$json")" = evil3.test ]
   [ "$(jq -r '.deniedConnections | length' <<< "$json")" -eq 20 ]
   [ "$(jq -r '.rulesReadable' <<< "$json")" = true ]
+  [ "$(jq -c .resolved <<< "$json")" = '[{"address":"140.82.121.4","name":"github.com"}]' ]
+}
+
+@test "--json resolved: each address once, as the name it was last asked for (a CNAME's target under the query)" {
+  {
+    echo 'Nov 22 03:00:00 dnsmasq[74]: query[A] www.example.com from 127.0.0.1'
+    echo 'Nov 22 03:00:00 dnsmasq[74]: reply www.example.com is <CNAME>'
+    echo 'Nov 22 03:00:00 dnsmasq[74]: reply cdn.example.net is 10.9.8.7'
+    echo 'Nov 22 03:00:01 dnsmasq[74]: query[AAAA] db.example.com from 127.0.0.1'
+    echo 'Nov 22 03:00:01 dnsmasq[74]: reply db.example.com is fd00::7'
+    echo 'Nov 22 03:00:02 dnsmasq[74]: query[A] github.com from 127.0.0.1'
+    echo 'Nov 22 03:00:02 dnsmasq[74]: reply github.com is 140.82.121.4'
+  } >> "$AGENT_SANDBOX_STATE_DIR/dnsmasq.log"
+  run "$SCRIPT" --json
+  assert_success
+  run jq -c .resolved <<< "$output"
+  assert_output '[{"address":"140.82.121.4","name":"github.com"},{"address":"fd00::7","name":"db.example.com"},{"address":"10.9.8.7","name":"www.example.com"}]'
 }
 
 @test "--json as non-root: empty rules, null ipset counts" {

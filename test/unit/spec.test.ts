@@ -1,7 +1,7 @@
 import {execFileSync} from 'node:child_process'
 import {readFileSync} from 'node:fs'
 import {join} from 'node:path'
-import {templatesDir} from '../../src/lib/util/assets.js'
+import {defaultSeccompProfile, templatesDir} from '../../src/lib/util/assets.js'
 import {describe, expect, it} from 'vitest'
 import {DEFAULTS, type Settings} from '../../src/lib/config/schema.js'
 import {
@@ -17,6 +17,7 @@ import {
   parseSize,
   secretValues,
   specHash,
+  engineSecurityOpt,
   toCreateOptions,
   toDockerRunArgs,
   toShellCommand,
@@ -133,9 +134,9 @@ describe('the egress gateway', () => {
     expect(gw.labels).toMatchObject({'dev.agent-sandbox.kind': 'gateway', 'dev.agent-sandbox.gateway-of': sandbox.name})
     expect(gw.env.find((e) => e.name === 'AGENT_SANDBOX_ALLOW_DOMAINS')?.value).toBe('api.example.com')
     // A sandbox's gateway boots node plainly; a run's, from the image's snapshot where the image has node-boot.
-    expect([...(gw.entrypoint ?? []), ...(gw.cmd ?? [])]).toEqual(['/usr/bin/node', '--max-semi-space-size=1', '--no-opt', '--optimize-for-size', '/usr/local/lib/agent-sandbox/egress-gateway.cjs'])
+    expect([...(gw.entrypoint ?? []), ...(gw.cmd ?? [])]).toEqual(['/usr/bin/node', '--max-semi-space-size=1', '--optimize-for-size', '/usr/local/lib/agent-sandbox/egress-gateway.cjs'])
     const run = buildGatewaySpec(ws, sandbox, {oneShot: true})
-    expect([...(run.entrypoint ?? []), ...(run.cmd ?? [])]).toEqual(['/bin/sh', '-c', '[ -x /usr/local/bin/node-boot ] && exec /usr/local/bin/node-boot "$@"; exec /usr/bin/node "$@"', 'egress-gateway', '--max-semi-space-size=1', '--no-opt', '--optimize-for-size', '/usr/local/lib/agent-sandbox/egress-gateway.cjs'])
+    expect([...(run.entrypoint ?? []), ...(run.cmd ?? [])]).toEqual(['/bin/sh', '-c', '[ -x /usr/local/bin/node-boot ] && exec /usr/local/bin/node-boot "$@"; exec /usr/bin/node "$@"', 'egress-gateway', '--max-semi-space-size=1', '--optimize-for-size', '/usr/local/lib/agent-sandbox/egress-gateway.cjs'])
     expect(buildGatewaySpec(ws, sandbox, {userns: 'keep-id'}).userns).toBe(`container:${sandbox.name}`)
     const shown = toShellCommand(sandbox, [], [gw])
     expect(shown.split(' && ')[1]).toContain(` --network container:${sandbox.name} `)
@@ -318,7 +319,9 @@ describe('buildSpec', () => {
       {hostIp: '127.0.0.1', hostPort: '8080', containerPort: '3000', protocol: 'tcp'},
       {hostIp: '0.0.0.0', hostPort: '9000', containerPort: '9000', protocol: 'udp'},
     ])
-    expect(s.env).toContainEqual({name: 'AGENT_SANDBOX_INBOUND_PORTS', value: '3000,9000', secret: false})
+    // Published on loopback: from the port publisher only; on another address (the user's opt-in): from any peer.
+    expect(s.env).toContainEqual({name: 'AGENT_SANDBOX_INBOUND_PORTS', value: '3000', secret: false})
+    expect(s.env).toContainEqual({name: 'AGENT_SANDBOX_INBOUND_PEER_PORTS', value: '9000', secret: false})
   })
 
   it('passes allowed domains and the git identity', () => {
@@ -494,7 +497,7 @@ describe('toDockerRunArgs', () => {
     expect(run.options.get('--pids-limit')).toEqual(['128'])
     expect(run.options.get('--publish')).toEqual(['127.0.0.1:8080:3000/tcp', '[::1]:9000:9000/udp'])
     expect(run.options.get('--cap-drop')).toEqual(['ALL'])
-    expect(run.options.get('--security-opt')).toEqual(['no-new-privileges'])
+    expect(run.options.get('--security-opt')).toEqual(['no-new-privileges', `seccomp=${defaultSeccompProfile}`])
     expect(run.options.get('--user')).toEqual(['root'])
     expect(run.options.has('--init')).toBe(false) // tini is PID 1 from the image itself
     expect(run.options.has('--detach')).toBe(true)
@@ -521,7 +524,7 @@ describe('toDockerRunArgs', () => {
     }
     expect(run.options.get('--cap-add')).toEqual(host.CapAdd)
     expect(run.options.get('--cap-drop')).toEqual(host.CapDrop)
-    expect(run.options.get('--security-opt')).toEqual(host.SecurityOpt)
+    expect(run.options.get('--security-opt')?.map(engineSecurityOpt)).toEqual(host.SecurityOpt)
     expect(run.options.get('--network')).toEqual([host.NetworkMode])
     expect(run.options.get('--user')).toEqual([create.User])
     expect(run.options.get('--workdir')).toEqual([create.WorkingDir])
@@ -548,7 +551,7 @@ describe('toCreateOptions', () => {
     expect(create.HostConfig).toMatchObject({
       Privileged: false,
       CapDrop: ['ALL'],
-      SecurityOpt: ['no-new-privileges'],
+      SecurityOpt: ['no-new-privileges', engineSecurityOpt(`seccomp=${defaultSeccompProfile}`)],
       Memory: 1024 ** 3,
       MemorySwap: 1024 ** 3,
       Tmpfs: {'/run/agent-sandbox': 'mode=755'},
@@ -688,7 +691,7 @@ describe('nested containers (nestedContainers)', () => {
   })
 
   it('without it, none of that', () => {
-    expect(plain.securityOpt).toEqual(['no-new-privileges'])
+    expect(plain.securityOpt).toEqual(['no-new-privileges', `seccomp=${defaultSeccompProfile}`])
     expect(plain.devices).toBeUndefined()
     expect(plain.env.map((e) => e.name)).not.toContain('DOCKER_HOST')
     expect(plain.labels['dev.agent-sandbox.nested']).toBeUndefined()

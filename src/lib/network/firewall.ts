@@ -4,6 +4,7 @@
  * live rules; `firewall allow` is firewall-allow.ts. `doctor` checks all of it: sandbox/doctor.ts.
  */
 import type {NetworkMode} from '../config/schema.js'
+import {allowedBy, parseDeniedLine, type DeniedConnection, type ResolvedAddress} from './firewall-denied.js'
 import type {ContainerInfo} from '../engine/index.js'
 import {NotReadyError, SandboxError, throwIfAborted} from '../errors.js'
 import type {Context} from '../context.js'
@@ -63,15 +64,7 @@ export interface RawFirewallStatus {
   ipsets: Record<string, number | null>
   deniedDns: string[]
   deniedConnections: string[]
-}
-
-/** One denied packet, from a tcpdump line of denied.log. */
-export interface DeniedConnection {
-  time: string
-  protocol: string
-  source: string
-  destination: string
-  line: string
+  resolved?: ResolvedAddress[]
 }
 
 export interface FirewallStatus extends Omit<RawFirewallStatus, 'deniedConnections'> {
@@ -156,7 +149,7 @@ export async function requestLog(ctx: Context, ws: Workspace, options: {branch?:
   }
 }
 
-export {formatRequest}
+export {formatRequest, parseDeniedLine, type DeniedConnection}
 
 export function parseStatus(text: string, sandbox: Pick<RunningSandbox, 'name' | 'network'>): FirewallStatus {
   let raw: RawFirewallStatus
@@ -175,32 +168,13 @@ export function parseStatus(text: string, sandbox: Pick<RunningSandbox, 'name' |
     allowlist: raw.allowlist ?? [],
     ipsets: raw.ipsets ?? {},
     deniedDns: raw.deniedDns ?? [],
-    deniedConnections: (raw.deniedConnections ?? []).map(parseDeniedLine),
+    deniedConnections: (raw.deniedConnections ?? []).map(parseDeniedLine).map((c) => {
+      const entry = allowedBy(c, raw.allowlist ?? [], raw.resolved ?? [])
+      return entry ? {...c, allowedBy: entry} : c
+    }),
     gateway: 'none',
     requests: [],
   }
-}
-
-/**
- * `03:15:24.057260 IP 10.231.7.2.44918 > 10.231.7.1.80: tcp 0` (tcpdump -q on
- * NFLOG) to its parts; addresses keep their port as `addr:port` (`[v6]:port`).
- */
-export function parseDeniedLine(line: string): DeniedConnection {
-  const match = /^(\S+) (IP6?) (\S+) > (\S+?): (.*)$/.exec(line.trim())
-  if (!match) return {time: '', protocol: '', source: '', destination: '', line}
-  const [, time, family, src, dst, rest] = match
-  const word = rest.split(/[\s,]+/)[0] ?? ''
-  const protocol = /^(tcp|udp)$/i.test(word) ? word.toLowerCase() : /icmp6?/i.exec(rest)?.[0].toLowerCase() ?? word.toLowerCase()
-  const withPort = protocol === 'tcp' || protocol === 'udp'
-  return {time, protocol, source: endpoint(src, family === 'IP6', withPort), destination: endpoint(dst, family === 'IP6', withPort), line}
-}
-
-function endpoint(text: string, v6: boolean, withPort: boolean): string {
-  if (!withPort) return text
-  const dot = text.lastIndexOf('.')
-  if (dot === -1) return text
-  const address = text.slice(0, dot)
-  return v6 ? `[${address}]:${text.slice(dot + 1)}` : `${address}:${text.slice(dot + 1)}`
 }
 
 export function formatStatus(status: FirewallStatus | {container: string; network: NetworkMode}): string {
@@ -219,7 +193,7 @@ export function formatStatus(status: FirewallStatus | {container: string; networ
   } else {
     out.push('Rules in force: not readable', '')
   }
-  section(`Allowlist (${status.allowlist.length} domains, each with its subdomains):`, status.allowlist)
+  section(`Allowlist (${status.allowlist.length} entries, each with its subdomains; a name alone is TCP 80/443 through the gateway):`, status.allowlist)
   out.push(
     `IP sets: ${Object.entries(status.ipsets)
       .map(([k, v]) => `${k}=${v ?? '?'}`)
@@ -229,8 +203,8 @@ export function formatStatus(status: FirewallStatus | {container: string; networ
   section('Denied DNS names (most recent last):', status.deniedDns)
   if (status.gateway === 'down') out.push('Egress gateway: NOT RUNNING: no web traffic leaves (restart it with agent-sandbox start)', '')
   if (status.gateway === 'running') section('Recent requests through the egress gateway (most recent last):', status.requests.map(formatRequest))
-  const rows = status.deniedConnections.map((c) => (c.time ? [c.time, c.protocol, c.source, c.destination] : ['', '', '', c.line]))
-  section('Denied connections (most recent last):', table(rows.length ? [['TIME', 'PROTO', 'FROM', 'TO'], ...rows] : []))
+  const rows = status.deniedConnections.map((c) => (c.time ? [c.time, c.protocol, c.source, c.destination, c.allowedBy ?? '-'] : ['', '', '', c.line, '']))
+  section('Denied connections (most recent last; ALLOWED BY: the allowDomains entry that would allow it):', table(rows.length ? [['TIME', 'PROTO', 'FROM', 'TO', 'ALLOWED BY'], ...rows] : []))
   return out.join('\n').trimEnd()
 }
 

@@ -9,6 +9,7 @@ import {isNameInUse} from '../engine/containers.js'
 import {EngineError, NotInitialisedError, NotReadyError, SandboxError, throwIfAborted, untilAborted, UsageError} from '../errors.js'
 import {hostGitIdentity} from '../git/identity.js'
 import {buildRepoImage} from '../images/build.js'
+import {olderImageNotice, refreshRepoImage, sameImageId} from '../images/stale.js'
 import {withLock} from '../util/lock.js'
 import {nestedSeccompProfile} from '../util/assets.js'
 import {compromisedReason, lostMount, MountsNotRestoredError, restartNotice} from './compromised-marker.js'
@@ -16,6 +17,7 @@ import {provisionBranch} from './repo-shelf.js'
 import {createPlaceholders, fsKindOf, planProtectedPaths} from '../git/protected.js'
 import {detectHookConfig, fsHookProbe, hooksDirOf, hooksPathFromConfig, hookConfigLabel, type HookConfigReport} from '../git/hook-config.js'
 import {silentReporter, type Reporter} from '../reporter.js'
+import {repairLine, sidecarFaults} from './health.js'
 import {buildGateSpec, buildGatewaySpec, buildSpec, checkDockerNetwork, NESTED_STORE, SANDBOX_EXEC, STATE_DIR, toCreateOptions, type SandboxSpec} from './spec.js'
 import {GATEWAY_DEFAULTS, SECRETS_FILE} from '../network/gateway/ports.js'
 import type {GatewaySecrets} from '../network/gateway/server.js'
@@ -23,6 +25,8 @@ import {caCertLine, ensureGatewayCa, ephemeralGatewayCa, removeGatewayCa} from '
 import {liveRules} from '../network/gateway-live-rules.js'
 import {gatewayAddRule, gatewayAllow} from '../network/firewall.js'
 import {isMasked, makeSurrogate, type MaskedSecret} from '../network/gateway/secrets.js'
+import {maskVendorKeys} from '../network/gateway/agent-logins.js'
+import {gatewayLogins, pullGatewayLogins} from '../logins/login-sync.js'
 import {Labels, Names, requireInitialised, sanitizeBranch, type Workspace} from '../workspace.js'
 import {quoteArg} from '../util/shell-quote.js'
 import {assertGatewayCanCarry, GHAPP_SECRET, ghappSecret, planGhapp, type GhappPlan} from '../github/plan.js'
@@ -103,7 +107,9 @@ export function reportSecrets(reporter: Reporter, prepared: Pick<PreparedSandbox
  * state directory (its certificate is part of the spec).
  */
 export async function prepareSandbox(ws: Workspace, options: SandboxOptions, env: NodeJS.ProcessEnv = process.env): Promise<PreparedSandbox> {
-  const {settings} = loadSettings({workspacePath: ws.path, flags: options.flags, env})
+  const loaded = loadSettings({workspacePath: ws.path, flags: options.flags, env}).settings
+  // ANTHROPIC_API_KEY and OPENAI_API_KEY are masked for their vendor's hosts, however they are handed in.
+  const settings = {...loaded, secretEnv: maskVendorKeys(loaded.secretEnv)}
   checkDockerNetwork(settings.dockerNetwork, options.network ?? settings.network, options.allowHostNetwork)
   const kindOf = fsKindOf(ws.path)
   const git = hostGitKind(ws, kindOf)
@@ -134,7 +140,9 @@ export async function prepareSandbox(ws: Workspace, options: SandboxOptions, env
   // A sandbox gets a gateway. A one-shot `run` only when it has something only a gateway can give it: masked
   // secrets with a value (runs get no App token: planGhapp is for sandboxes); a plain run keeps the firewall
   // alone, and its speed. The API's idle containers never (they have no companion containers).
-  const runGateway = oneShot && options.oneShotGateway === true && maskedEntries.length > 0
+  // The agents' logins imported masked (logins/login-store.ts): the gateway holds them, the volumes surrogates.
+  const logins = gatewayLogins(ws, settings.sharedAgentConfig, env)
+  const runGateway = oneShot && options.oneShotGateway === true && (maskedEntries.length > 0 || logins !== undefined)
   const gatewayOn = (!oneShot || runGateway) && (options.network ?? settings.network) === 'firewall'
   // The App token is held by the gateway alone (a surrogate inside): without a gateway the sandbox gets none (fail closed).
   const ghapp = gatewayOn ? plannedGhapp : undefined
@@ -171,12 +179,12 @@ export async function prepareSandbox(ws: Workspace, options: SandboxOptions, env
     nestedStore: oneShot ? 'tmpfs' : 'volume',
   })
   const gate = !oneShot && (ownGit === 'volume' || branchMode) ? buildGateSpec(ws, spec, settings, {...options, gateFiles: hookConfig?.protect}) : undefined
-  const gateway = gatewayOn ? buildGatewaySpec(ws, spec, {branch: options.branch, userns: options.userns, httpRules: settings.httpRules, oneShot: runGateway, masked: [...masked.map((m) => m.name), ...(ghapp ? [GHAPP_SECRET] : [])]}) : undefined
+  const gateway = gatewayOn ? buildGatewaySpec(ws, spec, {branch: options.branch, userns: options.userns, httpRules: settings.httpRules, inspectAll: settings.gateway.inspectAll, oneShot: runGateway, masked: [...masked.map((m) => m.name), ...(ghapp ? [GHAPP_SECRET] : [])]}) : undefined
   return {
     spec,
     gate,
     gateway,
-    gatewaySecrets: gatewayCa && {ca: gatewayCa, secrets: masked},
+    gatewaySecrets: gatewayCa && {ca: gatewayCa, secrets: masked, ...(logins ? {logins} : {})},
     exposedSecrets: plainSecrets,
     unmasked: gatewayCa ? [] : maskedEntries.map((e) => e.name),
     unvalued: masked.filter((m) => m.value === undefined).map((m) => m.name),
@@ -204,7 +212,7 @@ const GATEWAY_PORTS = [GATEWAY_DEFAULTS.httpPort, GATEWAY_DEFAULTS.tlsPort]
 
 export interface StartResult {
   name: string
-  action: 'created' | 'started' | 'running'
+  action: 'created' | 'started' | 'running' | 'repaired'
   container: ContainerInfo
 }
 
@@ -220,6 +228,8 @@ export async function startSandbox(ctx: Context, ws: Workspace, options: Sandbox
   return withLock(
     lockName,
     async () => {
+      // The image first: a stale one is rebuilt (an untrusted Dockerfile refused) before anything is made.
+      const imageId = await refreshRepoImage(ctx, ws, options)
       const existing = await ctx.engine.containers.inspect(name)
       let restoring: string | undefined
       if (existing?.running) {
@@ -228,10 +238,16 @@ export async function startSandbox(ctx: Context, ws: Workspace, options: Sandbox
           if (existing.labels[Labels.git] === undefined && existing.labels[Labels.kind] === 'sandbox') {
             reporter.warn(`${name} was started by an older agent-sandbox, in which the agent can write the host's .git; restart it: agent-sandbox stop && agent-sandbox start`)
           }
-          if (existing.labels[Labels.git] === 'gate') await ensureGate(ctx, ws, existing, options)
-          if (existing.labels[Labels.network] === 'firewall') await ensureGateway(ctx, ws, existing, options)
+          // A whole sandbox (health.ts): each sidecar that does not serve it is made anew, one line each.
+          const faults = await sidecarFaults(ctx, existing)
+          for (const fault of faults) {
+            reporter.info(repairLine(name, fault))
+            await (fault.sidecar === 'gate' ? remakeGate(ctx, ws, existing, options) : remakeGateway(ctx, ws, existing, options))
+          }
           if (existing.labels[Labels.ghapp] === '1') ensureRefresher(name, ctx.env ?? process.env, ctx.launchRefresher)
-          return {name, action: 'running' as const, container: existing}
+          const older = olderImageNotice(ws, existing, imageId, options.branch)
+          if (older) reporter.warn(older)
+          return {name, action: faults.length ? ('repaired' as const) : ('running' as const), container: existing}
         }
         // The host detached a protected mount (compromised-marker.ts): a restart mounts it again (and makes the gate anew).
         reporter.info(restartNotice(name, lost))
@@ -255,7 +271,8 @@ export async function startSandbox(ctx: Context, ws: Workspace, options: Sandbox
         return result
       }
       if (existing) {
-        if (existing.labels[Labels.spec] === prepared.spec.labels[Labels.spec]) {
+        const sameImage = imageId === undefined || sameImageId(existing.imageId, imageId)
+        if (sameImage && existing.labels[Labels.spec] === prepared.spec.labels[Labels.spec]) {
           // A protected path removed on the host since: the engine would create its mount point as root.
           createPlaceholders(ws.path, prepared.placeholders, ws)
           await reporter.step(`Starting ${name}`, () => ctx.engine.containers.start(existing.id))
@@ -267,7 +284,7 @@ export async function startSandbox(ctx: Context, ws: Workspace, options: Sandbox
           if (prepared.gate) await checkGate(ctx, prepared.gate.name)
           return keepFresh({name, action: 'started' as const, container})
         }
-        reporter.info(`settings changed since ${name} was created; recreating it (volumes are kept)`)
+        reporter.info(`${sameImage ? 'settings' : 'its image'} changed since ${name} was created; recreating it (volumes are kept)`)
         // Its gate and gateway first: Podman keeps a container that another one's network depends on.
         await Promise.all([removeCompanion(ctx, Names.gate(name)), removeCompanion(ctx, Names.gateway(name))])
         await ctx.engine.containers.remove(existing.id, {force: true})
@@ -375,11 +392,9 @@ async function checkGate(ctx: Context, name: string): Promise<void> {
   throw new NotReadyError(`the push gate ${name} did not start: ${reason}`, {hint: 'fix the cause and run start again'})
 }
 
-/** A running sandbox's gate: started again (or made anew) when it is not serving. */
-async function ensureGate(ctx: Context, ws: Workspace, sandbox: ContainerInfo, options: SandboxOptions): Promise<void> {
+/** A running sandbox's gate, made anew (it does not serve the sandbox: health.ts). */
+async function remakeGate(ctx: Context, ws: Workspace, sandbox: ContainerInfo, options: SandboxOptions): Promise<void> {
   const name = Names.gate(sandbox.name)
-  const gate = await ctx.engine.containers.inspect(name)
-  if (gate?.running) return
   const prepared = await prepareSandbox(ws, {...options, ...(await engineTraits(ctx))}, ctx.env)
   if (!prepared.gate) return
   await startGate(ctx, prepared.gate)
@@ -451,28 +466,14 @@ export async function startRunGateway(ctx: Context, gateway: SandboxSpec, secret
 }
 
 /**
- * Whether a running sandbox's gateway serves it: running, and started after
- * the sandbox (one started before an engine-level restart of the sandbox
- * serves a network namespace that is gone).
+ * A running sandbox's gateway, made anew (it does not serve the sandbox:
+ * health.ts), with what `firewall allow` added live since the sandbox started.
  */
-export async function gatewayServes(ctx: Context, sandbox: Pick<ContainerInfo, 'name' | 'startedAt'>): Promise<boolean> {
-  const gateway = await ctx.engine.containers.inspect(Names.gateway(sandbox.name))
-  return gateway?.running === true && Date.parse(gateway.startedAt) >= Date.parse(sandbox.startedAt)
-}
-
-/**
- * A running sandbox's gateway: made anew when it does not serve it (killed,
- * stopped, or left in a stale network namespace by a `docker restart` of the
- * sandbox), with what `firewall allow` added live since the sandbox started.
- * Returns whether it was made anew.
- */
-export async function ensureGateway(ctx: Context, ws: Workspace, sandbox: ContainerInfo, options: SandboxOptions): Promise<boolean> {
-  if (!sandbox.env.some((e) => e.startsWith('AGENT_SANDBOX_GATEWAY_UID=')) || (await gatewayServes(ctx, sandbox))) return false
+async function remakeGateway(ctx: Context, ws: Workspace, sandbox: ContainerInfo, options: SandboxOptions): Promise<void> {
   // Every surrogate the sandbox holds, whatever this command's environment has: those sent elsewhere stay refused.
   const prepared = await prepareSandbox(ws, {...options, held: heldSecrets(sandbox), ...(await engineTraits(ctx))}, ctx.env)
-  if (!prepared.gateway) return false
+  if (!prepared.gateway) return
   const reporter = ctx.reporter ?? silentReporter
-  reporter.info(`the egress gateway of ${sandbox.name} did not serve it (stopped, missing, or left from before a restart): making it anew`)
   for (const n of prepared.unvalued) {
     reporter.warn(`secretEnv ${n} is not set here: the new egress gateway of ${sandbox.name} refuses its surrogate at every host, its own too; set ${n} and run the command again to restore it`)
   }
@@ -486,7 +487,6 @@ export async function ensureGateway(ctx: Context, ws: Workspace, sandbox: Contai
   if (domains.length) await gatewayAllow(ctx, sandbox.name, domains)
   // Its live httpRules are kept on the host, per start of the sandbox (gateway-ca.ts).
   for (const rule of liveRules(sandbox.name, sandbox.startedAt, ctx.env)) await gatewayAddRule(ctx, sandbox.name, rule)
-  return true
 }
 
 /**
@@ -554,7 +554,7 @@ export async function createContainer(ctx: Context, spec: SandboxSpec): Promise<
 async function createNamed(ctx: Context, spec: SandboxSpec): Promise<string> {
   for (let attempt = 0; ; attempt++) {
     try {
-      return await ctx.engine.containers.create(toCreateOptions(spec))
+      return await ctx.engine.containers.create(toCreateOptions(spec, await ctx.engine.kind()))
     } catch (error) {
       if (!isNameInUse(error) || attempt >= 10) throw error
       await ctx.engine.containers.remove(spec.name, {force: true}).catch(() => undefined)
@@ -637,6 +637,7 @@ export async function removeSandbox(ctx: Context, ws: Workspace, options: {branc
   const name = Names.container(ws, options.branch)
   const info = await ctx.engine.containers.inspect(name)
   const result: RemoveResult = {container: info ? 'removed' : 'missing', volumes: []}
+  await pullGatewayLogins(ctx.engine, Names.gateway(name), ctx.env ?? process.env)
   await Promise.all([removeCompanion(ctx, Names.gate(name)), removeCompanion(ctx, Names.gateway(name))])
   if (info) {
     await ctx.engine.containers.remove(info.id, {force: true})

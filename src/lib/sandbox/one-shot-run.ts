@@ -9,6 +9,7 @@ import type {NetworkMode} from '../config/schema.js'
 import {NotReadyError, untilAborted} from '../errors.js'
 import {parseRequestLog, type RequestLogEntry} from '../network/gateway/log.js'
 import {createGateway, removeCompanion, startRunGateway} from './lifecycle.js'
+import {pullGatewayLogins} from '../logins/login-sync.js'
 import {createEphemeral, type Limits, type EphemeralOptions} from './ephemeral-container.js'
 import type {Context} from '../context.js'
 import type {Workspace} from '../workspace.js'
@@ -149,6 +150,8 @@ export async function runOneShot(ctx: Context, ws: Workspace, options: OneShotOp
     if (created.gateway) {
       const gateway = created.gateway.name
       await gatewaying?.catch(() => undefined)
+      // Tokens its gateway minted (a refresh during the run) go to the host's store before it goes.
+      await pullGatewayLogins(engine, gateway, ctx.env ?? process.env)
       const gatewayGone = removeCompanion(ctx, gateway).catch(() => undefined)
       if ((await kind) === 'docker') await Promise.all([gatewayGone, removeRun()])
       else await gatewayGone.then(removeRun)

@@ -12,6 +12,7 @@ import {Labels, md5, Names, sanitizeBranch, workspaceLabels, type Workspace} fro
 import {quoteArg} from '../util/shell-quote.js'
 import type {MountSpec} from '../engine/types.js'
 import {UsageError} from '../errors.js'
+import {inboundPortsEnv, sandboxSecurityOpt} from './seccomp.js'
 import {GATEWAY_DEFAULTS, gatewayCommand} from '../network/gateway/ports.js'
 import type {HttpRule} from '../network/gateway/rules.js'
 import {isMasked, secretName} from '../network/gateway/secrets.js'
@@ -344,9 +345,7 @@ export function buildSpec(ws: Workspace, settings: Settings, options: SpecOption
       )
     }
   }
-  if (ports.length) {
-    env.push({name: 'AGENT_SANDBOX_INBOUND_PORTS', value: [...new Set(ports.map((p) => p.containerPort))].join(','), secret: false})
-  }
+  env.push(...inboundPortsEnv(ports))
   if (ownGit) {
     env.push(
       {name: 'AGENT_SANDBOX_HOST_GIT', value: HOST_GIT_MOUNT, secret: false},
@@ -354,6 +353,8 @@ export function buildSpec(ws: Workspace, settings: Settings, options: SpecOption
       {name: 'AGENT_SANDBOX_GATE_URL', value: GATE_URL, secret: false},
     )
   }
+  // A sandbox with a push gate (lifecycle.ts): sandbox-exec checks that it listens, the git wrapper says so when it does not.
+  if ((ownGit === 'volume' || branchMode) && options.name === undefined) env.push({name: 'AGENT_SANDBOX_GATE_PORT', value: String(GATE_PORT), secret: false})
   // The hook dispatcher (hook-dispatch.sh) runs hooks with HEAD's package.json keys unless this is off.
   if (ownGit && !settings.protectHookConfig) env.push({name: 'AGENT_SANDBOX_PROTECT_HOOK_CONFIG', value: '0', secret: false})
   if (options.gitIdentity?.name) env.push({name: 'AGENT_SANDBOX_GIT_NAME', value: options.gitIdentity.name, secret: false})
@@ -404,7 +405,7 @@ export function buildSpec(ws: Workspace, settings: Settings, options: SpecOption
     capAdd: network === 'firewall' ? FIREWALL_CAPS : BASE_CAPS,
     capDrop: ['ALL'],
     // Nested user namespaces: a seccomp profile that allows them, and a /proc the nested runtime can mount (docs/security.md).
-    securityOpt: nested ? ['no-new-privileges', `seccomp=${options.nestedSeccomp}`, UNMASKED_PROC] : ['no-new-privileges'],
+    securityOpt: sandboxSecurityOpt(nested ? options.nestedSeccomp : undefined, UNMASKED_PROC),
     ...(nested ? {devices: NESTED_DEVICES} : {}),
     networkMode: network === 'none' ? 'none' : settings.dockerNetwork,
     ports,
@@ -546,7 +547,7 @@ export function gatewayUid(ws: Pick<Workspace, 'uid'>): number {
  * capabilities, a read-only root and a uid of its own: the agent can neither
  * signal it nor read its memory or files.
  */
-export function buildGatewaySpec(ws: Workspace, sandbox: SandboxSpec, options: {branch?: string; userns?: string; httpRules?: HttpRule[]; masked?: string[]; oneShot?: boolean}): SandboxSpec {
+export function buildGatewaySpec(ws: Workspace, sandbox: SandboxSpec, options: {branch?: string; userns?: string; httpRules?: HttpRule[]; masked?: string[]; inspectAll?: boolean; oneShot?: boolean}): SandboxSpec {
   const uid = gatewayUid(ws)
   const allow = sandbox.env.find((e) => e.name === 'AGENT_SANDBOX_ALLOW_DOMAINS')
   const env: EnvEntry[] = [
@@ -554,8 +555,10 @@ export function buildGatewaySpec(ws: Workspace, sandbox: SandboxSpec, options: {
     ...(allow ? [{...allow}] : []),
     // Not secret (the CA key is not here: it comes over an exec's stdin, lifecycle.ts startGatewayContainer).
     ...(options.httpRules?.length ? [{name: 'AGENT_SANDBOX_GATEWAY_RULES', value: JSON.stringify(options.httpRules), secret: false}] : []),
-    // Names only: the gateway intercepts every TLS connection then, and waits for the values (stdin) before it lets anything out.
+    // Names only: the gateway waits for the values and their hosts (stdin) before it lets anything out, and intercepts those hosts.
     ...(options.masked?.length ? [{name: 'AGENT_SANDBOX_GATEWAY_MASKED', value: options.masked.join(','), secret: false}] : []),
+    // gateway.inspectAll: every TLS connection intercepted, not only those to hosts with rules or secrets.
+    ...(options.inspectAll ? [{name: 'AGENT_SANDBOX_GATEWAY_INSPECT_ALL', value: '1', secret: false}] : []),
     // A one-shot run's gateway also writes its request log to stdout: the CLI reads it with one logs call as the run ends.
     ...(options.oneShot ? [{name: 'AGENT_SANDBOX_GATEWAY_LOG_STDOUT', value: '1', secret: false}] : []),
     // The image sets it for every process; the gateway builds its own upstream trust (src/gateway.ts), and node
@@ -593,7 +596,7 @@ export function specHash(spec: SandboxSpec): string {
   return md5(JSON.stringify(stable)).slice(0, 12)
 }
 
-export function toCreateOptions(spec: SandboxSpec): ContainerCreateOptions {
+export function toCreateOptions(spec: SandboxSpec, engine: 'docker' | 'podman' = 'docker'): ContainerCreateOptions {
   const exposed: Record<string, object> = {}
   const bindings: Record<string, Array<{HostIp: string; HostPort: string}>> = {}
   for (const p of spec.ports) {
@@ -621,7 +624,7 @@ export function toCreateOptions(spec: SandboxSpec): ContainerCreateOptions {
       Tmpfs: tmpfs,
       CapAdd: spec.capAdd,
       CapDrop: spec.capDrop,
-      SecurityOpt: spec.securityOpt.filter((o) => o !== UNMASKED_PROC).map(engineSecurityOpt),
+      SecurityOpt: spec.securityOpt.filter((o) => o !== UNMASKED_PROC).map((o) => (engine === 'podman' ? o : engineSecurityOpt(o))),
       // The API's form of the CLI's `systempaths=unconfined`: no masked, no read-only paths in /proc.
       ...(spec.securityOpt.includes(UNMASKED_PROC) ? {MaskedPaths: [], ReadonlyPaths: []} : {}),
       ...(spec.devices ? {Devices: spec.devices.map((d) => ({PathOnHost: d, PathInContainer: d, CgroupPermissions: 'rwm'}))} : {}),
@@ -641,8 +644,9 @@ export function toCreateOptions(spec: SandboxSpec): ContainerCreateOptions {
 const profiles = new Map<string, string>()
 
 /**
- * The API takes a seccomp profile's JSON where the docker CLI takes its path:
- * `seccomp=<file>` is sent with the file's content, as the CLI does.
+ * Docker's API takes a seccomp profile's JSON where the docker CLI takes its
+ * path: `seccomp=<file>` is sent with the file's content, as the CLI does.
+ * Podman's takes only a path, on the engine's host (toCreateOptions keeps it).
  */
 export function engineSecurityOpt(opt: string): string {
   const path = /^seccomp=(\/.*)$/.exec(opt)?.[1]

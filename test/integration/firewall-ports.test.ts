@@ -1,0 +1,183 @@
+/**
+ * Every way out decided by name and port, on the real engine, against
+ * containers this file starts on a network it creates (never any other
+ * address). Each way out is shown open from a plain container (the control)
+ * and closed from the sandbox, beside its legitimate twin: an allowlisted name
+ * over TCP, a declared `name:PORT`, a declared `name:PORT/udp`, git to a
+ * declared host, and the user reaching a published port from the host.
+ * `doctor` passes, and fails once a rule opens one of them again.
+ */
+import {randomBytes} from 'node:crypto'
+import {writeFileSync} from 'node:fs'
+import {dirname, join} from 'node:path'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {BASE_IMAGE, cleanupUnder, cli, docker, freePort, initWorkspace, makeWorkspace, removeWorkspace, run, type Result, sbx, trustWorkspace} from './helpers.js'
+
+const RUN = `${(process.env.AGENT_SANDBOX_IT_ID ?? 'main').toLowerCase().replace(/[^a-z0-9]+/g, '-')}-${randomBytes(3).toString('hex')}`
+const LABEL = `dev.agent-sandbox.fwports=${RUN}`
+const name = (role: string) => `fwp-${role}-${RUN}`
+
+/** HTTP on 80, 3128 and 5432; a git daemon's port 9418 as plain TCP; UDP echo on 443 (QUIC's) and 5353. */
+const SERVER = `const http = require('http'), dgram = require('dgram');
+for (const p of [80, 3128, 5432, 9418]) http.createServer((q, r) => r.end('hi from ' + process.env.NAME + ' on ' + p + '\\n')).listen(p, '0.0.0.0');
+for (const p of [443, 5353]) { const u = dgram.createSocket('udp4'); u.on('message', (m, ri) => u.send('pong', ri.port, ri.address)); u.bind(p); }`
+/** `node -e UDP PORT HOST`: "send EPERM", "reply pong" or "no reply". */
+const UDP = `const [port, host] = process.argv.slice(1);
+const d = require('dgram').createSocket('udp4');
+d.on('error', (e) => { console.log('error ' + e.code); process.exit(3) });
+d.on('message', (m) => { console.log('reply ' + m); process.exit(0) });
+d.send('ping', Number(port), host, (e) => { if (e) { console.log('send ' + e.code); process.exit(2) } });
+setTimeout(() => { console.log('no reply'); process.exit(4) }, 3000);`
+const TCP = 'exec 3<> "/dev/tcp/$0/$1" && echo connected'
+const VSOCK = 'socket(my $s, 40, 1, 0) and print "opened\\n" and exit 0; print "refused: $!\\n"; exit 1'
+/** A server on port 3000 that answers "served". */
+const LISTEN = "require('http').createServer((q, r) => r.end('served')).listen(3000, '0.0.0.0')"
+
+const workspaces: string[] = []
+let netName = ''
+
+function must(r: Result, what: string): Result {
+  if (r.exitCode !== 0) throw new Error(`${what} failed (${r.exitCode}): ${r.stderr || r.stdout}`)
+  return r
+}
+
+async function until<T>(what: string, probe: () => Promise<T>, done: (v: T) => boolean): Promise<T> {
+  let last = await probe()
+  for (let i = 0; i < 60 && !done(last); i++) {
+    await new Promise((resolve) => setTimeout(resolve, 250))
+    last = await probe()
+  }
+  if (!done(last)) throw new Error(`${what}: ${JSON.stringify(last)}`)
+  return last
+}
+
+function control(...args: string[]): Promise<Result> {
+  return docker('run', '--rm', '--label', LABEL, '--network', netName, '--entrypoint', args[0], BASE_IMAGE, ...args.slice(1))
+}
+
+afterAll(async () => {
+  for (const path of workspaces) await cleanupUnder(dirname(path))
+  const mine = await docker('ps', '-aq', '--filter', `label=${LABEL}`)
+  const ids = mine.stdout.split('\n').filter(Boolean)
+  if (ids.length) await docker('rm', '-f', ...ids)
+  if (netName) await docker('network', 'rm', netName)
+  for (const path of workspaces) removeWorkspace(path)
+})
+
+describe('ways out by name and port', () => {
+  const web = name('web')
+  const peer = name('peer')
+  let ws = ''
+  let sandboxIp = ''
+  let hostPort = 0
+  let container = ''
+
+  beforeAll(async () => {
+    netName = name('net')
+    must(await docker('network', 'create', '--label', LABEL, netName), 'network create')
+    for (const role of ['web', 'peer']) {
+      must(await docker('run', '-d', '--name', name(role), '--label', LABEL, '--network', netName, '-e', `NAME=${role}`, '--entrypoint', 'node', '--user', 'root', BASE_IMAGE, '-e', SERVER), `starting ${role}`)
+    }
+    await until('the web server listens', () => control('curl', '-sS', '--max-time', '5', `http://${web}/`), (r) => r.exitCode === 0)
+    hostPort = await freePort()
+    ws = await makeWorkspace('fwports')
+    workspaces.push(ws)
+    await initWorkspace(ws)
+    const config = {
+      dockerNetwork: netName,
+      allowDomains: [web, `${web}:5432`, `${web}:5353/udp`, `${peer}:9418`],
+      ports: [`127.0.0.1:${hostPort}:3000`],
+      env: {AGENT_SANDBOX_GITHUB_META: '0'},
+    }
+    writeFileSync(join(ws, '.agent-sandbox', 'config.json'), `${JSON.stringify(config, null, 2)}\n`)
+    await trustWorkspace(ws)
+    const started = await cli(['start', ws, '--json'])
+    must(started, 'start')
+    container = JSON.parse(started.stdout).name as string
+    const ip = await docker('inspect', '-f', `{{(index .NetworkSettings.Networks "${netName}").IPAddress}}`, container)
+    sandboxIp = ip.stdout.trim()
+  })
+
+  it('an allowlisted name is reached over TCP through the gateway', async () => {
+    const r = await sbx(ws, 'curl', '-sS', '--max-time', '10', `http://${web}/`)
+    expect(r.stdout, r.stderr).toBe('hi from web on 80\n')
+  })
+
+  it('another port of an allowlisted address is refused (a plain container reaches it), and status names the entry that would allow it', async () => {
+    const ctl = await control('curl', '-sS', '--max-time', '10', `http://${web}:3128/`)
+    expect(ctl.stdout, ctl.stderr).toBe('hi from web on 3128\n')
+    const r = await sbx(ws, 'bash', '-c', TCP, web, '3128')
+    expect(r.exitCode).not.toBe(0)
+    expect(r.stderr).toMatch(/Connection refused/)
+    const status = await until(
+      'the refusal in firewall status',
+      async () => JSON.parse(must(await cli(['firewall', 'status', ws, '--json']), 'status').stdout),
+      (s) => s.deniedConnections.some((c: any) => c.destination.endsWith(':3128')),
+    )
+    const denied = status.deniedConnections.find((c: any) => c.destination.endsWith(':3128'))
+    expect(denied.allowedBy).toBe(`${web}:3128`)
+    const text = must(await cli(['firewall', 'status', ws]), 'status').stdout
+    expect(text).toMatch(/ALLOWED BY/)
+    expect(text).toContain(`${web}:3128`)
+  })
+
+  it('a declared name:PORT is reached directly', async () => {
+    const r = await sbx(ws, 'curl', '-sS', '--max-time', '10', `http://${web}:5432/`)
+    expect(r.stdout, r.stderr).toBe('hi from web on 5432\n')
+  })
+
+  it('UDP (QUIC) to an allowlisted address fails at the send; a declared UDP port answers', async () => {
+    expect((await control('node', '-e', UDP, '443', web)).stdout.trim()).toBe('reply pong')
+    const quic = await sbx(ws, 'node', '-e', UDP, '443', web)
+    expect(quic.stdout.trim()).toBe('send EPERM')
+    const declared = await sbx(ws, 'node', '-e', UDP, '5353', web)
+    expect(declared.stdout.trim(), declared.stderr).toBe('reply pong')
+  })
+
+  it('curl asked for HTTP/3 falls back to TCP at once', async () => {
+    const r = await sbx(ws, 'curl', '-sS', '--max-time', '10', '--http3', `https://${web}/`)
+    // Without HTTP/3 in curl, --http3 is refused outright; either way nothing leaves over UDP.
+    expect(r.stderr).not.toMatch(/timed out|Timeout/i)
+  })
+
+  it('git to a declared host:port is reached; the same port of an undeclared host is refused', async () => {
+    const ok = await sbx(ws, 'bash', '-c', TCP, peer, '9418')
+    expect(ok.stdout.trim(), ok.stderr).toBe('connected')
+    const other = await sbx(ws, 'bash', '-c', TCP, web, '9418')
+    expect(other.stderr).toMatch(/Connection refused/)
+  })
+
+  it('a published port answers the user on the host, never a peer container on the network', async () => {
+    must(await sbx(ws, 'bash', '-c', `nohup node -e "${LISTEN}" > /dev/null 2>&1 &`), 'server in the sandbox')
+    const host = await until('the published port from the host', () => run('curl', ['-sS', '--max-time', '5', `http://127.0.0.1:${hostPort}/`]), (r) => r.stdout === 'served')
+    expect(host.stdout).toBe('served')
+    // control: a peer reaches a plain container's port 3128 on the same network
+    expect((await docker('exec', peer, 'curl', '-sS', '--max-time', '5', `http://${web}:3128/`)).exitCode).toBe(0)
+    const fromPeer = await docker('exec', peer, 'curl', '-sS', '--max-time', '5', `http://${sandboxIp}:3000/`)
+    expect(fromPeer.exitCode, fromPeer.stdout).toBe(7)
+  })
+
+  it('AF_VSOCK is refused by the seccomp profile; a plain container opens it', async () => {
+    const ctl = await control('perl', '-e', VSOCK)
+    expect(ctl.stdout.trim()).toBe('opened')
+    const r = await sbx(ws, 'perl', '-e', VSOCK)
+    expect(r.stdout.trim()).toBe('refused: Operation not permitted')
+  })
+
+  it('doctor passes, and fails once UDP or inbound is opened again', async () => {
+    const ok = await cli(['doctor', ws, '--json'])
+    const report = JSON.parse(ok.stdout)
+    for (const check of ['rules-ipv4', 'socket-families', 'io-uring']) {
+      expect(report.checks.find((c: any) => c.name === check)?.status, check).toBe('pass')
+    }
+    expect(ok.exitCode, JSON.stringify(report.checks.filter((c: any) => c.status === 'fail'))).toBe(0)
+    must(await docker('exec', '-u', 'root', container, 'iptables', '-I', 'INPUT', '1', '-p', 'tcp', '--dport', '3000', '-j', 'ACCEPT'), 'opening inbound')
+    const broken = JSON.parse((await cli(['doctor', ws, '--json'])).stdout)
+    expect(broken.checks.find((c: any) => c.name === 'rules-ipv4')).toMatchObject({status: 'fail', detail: expect.stringContaining('inbound rule open to any peer')})
+    must(await docker('exec', '-u', 'root', container, 'iptables', '-D', 'INPUT', '-p', 'tcp', '--dport', '3000', '-j', 'ACCEPT'), 'closing inbound')
+    must(await docker('exec', '-u', 'root', container, 'iptables', '-I', 'OUTPUT', '1', '-p', 'udp', '-m', 'set', '--match-set', 'agent-sandbox-allow4', 'dst', '-j', 'ACCEPT'), 'opening UDP')
+    const udp = JSON.parse((await cli(['doctor', ws, '--json'])).stdout)
+    expect(udp.checks.find((c: any) => c.name === 'rules-ipv4')).toMatchObject({status: 'fail', detail: expect.stringContaining('unexpected rule')})
+    must(await docker('exec', '-u', 'root', container, 'iptables', '-D', 'OUTPUT', '-p', 'udp', '-m', 'set', '--match-set', 'agent-sandbox-allow4', 'dst', '-j', 'ACCEPT'), 'closing UDP')
+  })
+})
