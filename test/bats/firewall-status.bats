@@ -59,7 +59,7 @@ not_root() {
   assert_line '  -A OUTPUT -o lo -j ACCEPT'
   assert_line 'IPv6 rules (ip6tables -S):'
   assert_line '  -A OUTPUT -m set --match-set agent-sandbox-allow6 dst -j ACCEPT'
-  assert_line 'allowlist (2 domains):'
+  assert_line 'allowlist (2 entries):'
   assert_line '  *.example.com'
   assert_line '  agent-sandbox-allow4: 12'
   assert_line '  agent-sandbox-allow6: 3'
@@ -110,7 +110,8 @@ not_root() {
   assert_success
   assert_line --partial 'not found: the firewall is not set up'
   assert_line 'backend: unknown'
-  assert_line 'allowlist (0 domains):'
+  assert_line 'allowlist (0 entries):'
+  assert_line '  (none)'
 }
 
 @test "legacy backend: reads rules with iptables-legacy" {

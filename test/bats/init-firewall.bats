@@ -857,7 +857,7 @@ warn() { printf "lib: warning: %s\n" "$*" >&2; }
 
 @test "is shellcheck-clean" {
   command -v shellcheck > /dev/null || fail "shellcheck is not installed: scripts/setup-engine.sh installs it"
-  cd "$ROOT" && run shellcheck base-image/init-firewall.sh base-image/firewall-lib.sh \
+  cd "$ROOT" && run shellcheck base-image/init-firewall.sh base-image/firewall-lib.sh base-image/firewall-entries.sh \
     base-image/firewall-allow.sh base-image/firewall-status.sh base-image/root-env.sh
   assert_success
 }
@@ -872,7 +872,7 @@ gateway_env() {
   stub iptables 'case "$*" in --version) echo "iptables v1.8.11 (nf_tables)" ;; "-S"*) echo "-P OUTPUT DROP" ;; "-t nat -C "*) exit 1 ;; esac'
 }
 
-@test "gateway: web traffic of every uid but the gateway's is redirected to it, and refused if it was not" {
+@test "gateway: web traffic of every uid but the gateway's is redirected to it; 80/443 out is the gateway's alone" {
   gateway_env
   run "$SCRIPT"
   assert_success
@@ -888,14 +888,21 @@ gateway_env() {
   # the jump from OUTPUT is added once (the stub's -C fails: not there yet)
   run grep -F 'iptables -t nat -I OUTPUT 1 -j AGENT-SANDBOX-GW' "$STUB_LOG"
   assert_success
-  # filter: the redirected connections accepted, then 80/443 closed to every other uid, before the allowlist
+  # filter: the redirected connections accepted, then 80/443 of allowlisted
+  # addresses for the gateway's uid only; another uid's (not redirected: a rule
+  # lost) goes on to the logged refusal at the end, like any other port.
   accept="$(line_no '-A OUTPUT -d 127.0.0.1/32 -p tcp -m multiport --dports 19080,19443 -j ACCEPT' "$TEST_TMP/rules4")"
-  reject="$(line_no '-A OUTPUT -p tcp -m multiport --dports 80,443 -m owner ! --uid-owner 65532 -m set --match-set agent-sandbox-allow4 dst -j REJECT --reject-with tcp-reset' "$TEST_TMP/rules4")"
-  run grep -cF -- '-m multiport --dports 80,443 -m owner ! --uid-owner 65532 -m set --match-set agent-sandbox-net4 dst -j REJECT' "$TEST_TMP/rules4"
+  gw="$(line_no '-A OUTPUT -p tcp -m multiport --dports 80,443 -m owner --uid-owner 65532 -m set --match-set agent-sandbox-allow4 dst -j ACCEPT' "$TEST_TMP/rules4")"
+  run grep -cF -- '-A OUTPUT -p tcp -m multiport --dports 80,443 -m owner --uid-owner 65532 -m set --match-set agent-sandbox-net4 dst -j ACCEPT' "$TEST_TMP/rules4"
   assert_output 1
-  allow="$(line_no '-A OUTPUT -m set --match-set agent-sandbox-allow4 dst -j ACCEPT' "$TEST_TMP/rules4")"
-  [ -n "$accept" ] && [ -n "$reject" ] && [ -n "$allow" ]
-  ((accept < reject && reject < allow))
+  run grep -cF -- '--dports 80,443' "$TEST_TMP/rules4"
+  assert_output 2
+  run grep -E -- '-m set --match-set agent-sandbox-(allow4|net4) dst -j ACCEPT' "$TEST_TMP/rules4"
+  refute_line --regexp '^-A OUTPUT (-m set|-p tcp -m multiport --dports 80,443 -m set)'
+  nflog="$(line_no '-A OUTPUT -m limit --limit 20/s -j NFLOG --nflog-group 42 --nflog-prefix agent-sandbox-deny' "$TEST_TMP/rules4")"
+  reject="$(line_no '-A OUTPUT -p tcp -j REJECT --reject-with tcp-reset' "$TEST_TMP/rules4")"
+  [ -n "$accept" ] && [ -n "$gw" ] && [ -n "$nflog" ] && [ -n "$reject" ]
+  ((accept < gw && gw < nflog && nflog < reject))
 }
 
 @test "gateway: IPv6 gets the same redirects to ::1" {
@@ -909,11 +916,16 @@ gateway_env() {
   assert_success
 }
 
-@test "gateway: without one, nothing is added to nat and 80/443 stay as before" {
+@test "gateway: without one, nothing is added to nat and 80/443 of allowlisted addresses are open to every uid" {
   run "$SCRIPT"
   assert_success
   [ ! -e "$TEST_TMP/nat4" ]
   run grep -F -- '--dports 80,443' "$TEST_TMP/rules4"
+  assert_output "-A OUTPUT -p tcp -m multiport --dports 80,443 -m set --match-set agent-sandbox-allow4 dst -j ACCEPT
+-A OUTPUT -p tcp -m multiport --dports 80,443 -m set --match-set agent-sandbox-net4 dst -j ACCEPT"
+  run grep -F -- '--uid-owner 65532' "$TEST_TMP/rules4"
+  assert_failure
+  run grep -F -- '-j REDIRECT' "$TEST_TMP/rules4"
   assert_failure
 }
 
