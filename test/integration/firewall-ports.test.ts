@@ -100,12 +100,12 @@ describe('ways out by name and port', () => {
 
   it('an allowlisted name is reached over TCP through the gateway', async () => {
     const r = await sbx(ws, 'curl', '-sS', '--max-time', '10', `http://${web}/`)
-    expect(r.stdout, r.stderr).toBe('hi from web on 80\n')
+    expect(r.stdout, r.stderr).toBe('hi from web on 80')
   })
 
   it('another port of an allowlisted address is refused (a plain container reaches it), and status names the entry that would allow it', async () => {
     const ctl = await control('curl', '-sS', '--max-time', '10', `http://${web}:3128/`)
-    expect(ctl.stdout, ctl.stderr).toBe('hi from web on 3128\n')
+    expect(ctl.stdout, ctl.stderr).toBe('hi from web on 3128')
     const r = await sbx(ws, 'bash', '-c', TCP, web, '3128')
     expect(r.exitCode).not.toBe(0)
     expect(r.stderr).toMatch(/Connection refused/)
@@ -123,7 +123,7 @@ describe('ways out by name and port', () => {
 
   it('a declared name:PORT is reached directly', async () => {
     const r = await sbx(ws, 'curl', '-sS', '--max-time', '10', `http://${web}:5432/`)
-    expect(r.stdout, r.stderr).toBe('hi from web on 5432\n')
+    expect(r.stdout, r.stderr).toBe('hi from web on 5432')
   })
 
   it('UDP (QUIC) to an allowlisted address fails at the send; a declared UDP port answers', async () => {

@@ -4,6 +4,7 @@
  * live rules; `firewall allow` is firewall-allow.ts. `doctor` checks all of it: sandbox/doctor.ts.
  */
 import type {NetworkMode} from '../config/schema.js'
+import {isWebEntry} from '../util/allow-entry.js'
 import {allowedBy, parseDeniedLine, type DeniedConnection, type ResolvedAddress} from './firewall-denied.js'
 import type {ContainerInfo} from '../engine/index.js'
 import {NotReadyError, SandboxError, throwIfAborted} from '../errors.js'
@@ -214,8 +215,13 @@ export function table(rows: string[][]): string[] {
   return rows.map((r) => r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]))).join('  '))
 }
 
-/** Add domains to the running gateway's own allowlist (it decides by name; the firewall only by address). */
-export async function gatewayAllow(ctx: Context, sandboxName: string, domains: string[]): Promise<void> {
+/**
+ * Add allowlist entries to the running gateway's own allowlist (it decides by name; the firewall only by
+ * address). Only web entries: a `name:PORT` entry is the firewall's alone and never reaches the gateway.
+ */
+export async function gatewayAllow(ctx: Context, sandboxName: string, entries: string[]): Promise<void> {
+  const domains = entries.filter(isWebEntry)
+  if (domains.length === 0) return
   const name = Names.gateway(sandboxName)
   const r = await ctx.engine.containers.exec(name, gatewayCommand(['--allow', ...domains])).catch((error: unknown) => ({exitCode: -1, stdout: '', stderr: String(error)}))
   if (r.exitCode !== 0) {

@@ -101,7 +101,7 @@ function checkFamily(name: string, rules: string[], reject: string, peerPorts: s
   if (redirect === -1 || redirect > related) problems.push('redirects from peers are not dropped before replies are accepted')
   for (const rule of input.filter((r) => / -j ACCEPT$/.test(r))) {
     const port = /^-A INPUT (-s \S+ )?-p tcp -m tcp --dport (\d+) -j ACCEPT$/.exec(rule)
-    const known = /^-A INPUT (-i lo|-m conntrack --ctstate RELATED,ESTABLISHED|-p ipv6-icmp -m icmp6 --icmpv6-type (135|136)\/0 -m hl --hl-eq 255) -j ACCEPT$/.test(rule)
+    const known = /^-A INPUT (-i lo|-m conntrack --ctstate RELATED,ESTABLISHED|-p ipv6-icmp -m icmp6 --icmpv6-type (135|136)(\/0)? -m hl --hl-eq 255) -j ACCEPT$/.test(rule)
     if (!known && !(port && (port[1] || peerPorts.includes(port[2])))) problems.push(`inbound rule open to any peer: ${rule}`)
   }
   const last = output.at(-1)
