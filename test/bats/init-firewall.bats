@@ -93,7 +93,7 @@ assert_nothing_loaded() {
 @test "loads a default-deny filter table and reports ready" {
   run "$SCRIPT"
   assert_success
-  assert_output --partial "init-firewall: ready (16 domains, backend nft)"
+  assert_output --partial "init-firewall: ready (17 domains, backend nft)"
   run cat "$TEST_TMP/rules4"
   assert_line --index 0 '*filter'
   assert_line ':INPUT DROP [0:0]'
@@ -280,7 +280,7 @@ assert_nothing_loaded() {
   export AGENT_SANDBOX_ALLOW_DOMAINS=$'*.Example.COM, pypi.org\nfiles.pythonhosted.org _acme.internal'
   run "$SCRIPT"
   assert_success
-  assert_output --partial "ready (20 domains"
+  assert_output --partial "ready (21 domains"
   run cat "$AGENT_SANDBOX_STATE_DIR/dnsmasq.conf"
   local opt
   # strict-order: upstreams asked in resolv.conf's order, as libc does (a Podman network's DNS first).
@@ -298,9 +298,9 @@ assert_nothing_loaded() {
   refute_line --regexp '^(no-hosts|resolv-file)'
   run cat "$AGENT_SANDBOX_STATE_DIR/allowlist"
   assert_line --index 0 registry.npmjs.org
-  assert_line --index 16 '*.example.com'
-  assert_line --index 19 '_acme.internal'
-  [ "${#lines[@]}" -eq 20 ]
+  assert_line --index 17 '*.example.com'
+  assert_line --index 20 '_acme.internal'
+  [ "${#lines[@]}" -eq 21 ]
   grep -q "^dnsmasq --conf-file=$AGENT_SANDBOX_STATE_DIR/dnsmasq.conf --pid-file=$AGENT_SANDBOX_STATE_DIR/dnsmasq.pid\$" "$STUB_LOG"
 }
 
@@ -341,7 +341,7 @@ assert_nothing_loaded() {
   assert_output --partial "init-firewall: warning: duplicate entry 'github.com' in AGENT_SANDBOX_ALLOW_DOMAINS ignored"
   assert_output --partial "duplicate entry '*.new.example' in AGENT_SANDBOX_ALLOW_DOMAINS ignored (same as 'new.example')"
   assert_output --partial "duplicate entry 'new.example' in AGENT_SANDBOX_ALLOW_DOMAINS ignored"
-  assert_output --partial "ready (17 domains"
+  assert_output --partial "ready (18 domains"
   run grep -c '^new.example$' "$AGENT_SANDBOX_STATE_DIR/allowlist"
   assert_output 1
   run grep -c '^server=/new.example/' "$AGENT_SANDBOX_STATE_DIR/dnsmasq.conf"
@@ -492,7 +492,7 @@ server=/github.com/10.255.255.53'
   echo added.example >> "$AGENT_SANDBOX_STATE_DIR/allowlist"
   run "$SCRIPT"
   assert_success
-  assert_output --partial "ready (17 domains"
+  assert_output --partial "ready (18 domains"
   refute_output --partial warning
   grep -qx 'server=/added.example/127.0.0.11' "$AGENT_SANDBOX_STATE_DIR/dnsmasq.conf"
 }
@@ -520,7 +520,7 @@ server=/github.com/10.255.255.53'
   run "$SCRIPT"
   assert_success
   assert_output --partial "init-firewall: warning: IPv6 is disabled in this container; no IPv6 rules loaded (ip6tables-restore v1.8.11 (nf_tables): unknown option)"
-  assert_output --partial "ready (16 domains, backend nft)"
+  assert_output --partial "ready (17 domains, backend nft)"
 }
 
 @test "IPv6 enabled (even with conf/all/disable_ipv6=1): an ip6tables failure is fatal" {
@@ -567,7 +567,7 @@ server=/github.com/10.255.255.53'
   run "$SCRIPT"
   assert_success
   assert_output --partial "init-firewall: warning: using iptables backend legacy (nft: iptables-restore v1.8.11 (nf_tables): RULE_APPEND failed)"
-  assert_output --partial "ready (16 domains, backend legacy)"
+  assert_output --partial "ready (17 domains, backend legacy)"
   [ "$(cat "$AGENT_SANDBOX_STATE_DIR/backend")" = legacy ]
   grep -q ':OUTPUT DROP' "$TEST_TMP/rules4-legacy"
   grep -q ':OUTPUT DROP' "$TEST_TMP/rules6-legacy"

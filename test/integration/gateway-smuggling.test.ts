@@ -200,7 +200,7 @@ describe.each(['plain', 'tls'] as Mode[])('smuggling over %s, from inside the sa
 
 describe('the twins with real clients', () => {
   it('a real WebSocket (node\'s own client) over intercepted TLS and plain HTTP', async () => {
-    const WS = `const w = new WebSocket(process.argv[1]); w.onopen = () => w.send('ping'); w.onmessage = (m) => { console.log(String(m.data)); process.exit(0) }; w.onerror = () => { console.log('error'); process.exit(1) };`
+    const WS = `const w = new WebSocket(process.argv[1]); w.onopen = () => w.send('ping'); w.onmessage = (m) => { console.log(String(m.data)); process.exit(0) }; w.onerror = (e) => { console.log('error'); console.error(String(e.error?.cause ?? e.error ?? e.message)); process.exit(1) };`
     for (const url of [`wss://${site}/ws`, `ws://${site}/ws`]) {
       const r = await sbx(ws, 'node', '--experimental-websocket', '--no-warnings', '-e', WS, url)
       expect(r.stdout.trim(), `${url}: ${r.stderr}`).toBe('echo:ping')

@@ -6,6 +6,7 @@
  * from: when that is older than the workspace's image, it is named, with the
  * commands that recreate it.
  */
+import {assertBuildTrusted} from '../config/trust.js'
 import type {Context} from '../context.js'
 import type {ContainerInfo} from '../engine/index.js'
 import {silentReporter} from '../reporter.js'
@@ -43,6 +44,8 @@ export async function refreshRepoImage(ctx: Context, ws: Workspace, options: {ba
   if (current.state === 'current' || current.state === 'unknown') return current.id
   if (current.state === 'missing' && !options.build) return undefined
   if (current.state === 'stale') {
+    // An untrusted Dockerfile is refused before anything says it is being rebuilt.
+    assertBuildTrusted(ws.path, ctx.env)
     const reporter = ctx.reporter ?? silentReporter
     reporter.info(`${current.image} is out of date (.agent-sandbox/Dockerfile, its context or the base image changed since it was built): rebuilding it`)
   }

@@ -15,13 +15,22 @@ import type {GatewayState} from './state.js'
 import {MAX_HEADER_FIELDS, parserRefusal, type Refusal} from './strict.js'
 import {serveUpgrade} from './upgrade.js'
 
+/**
+ * Connections whose head was refused with a close: llhttp keeps parsing the
+ * bytes already read after it, and those are neither answered nor logged.
+ */
+const closing = new WeakSet<Duplex>()
+
 /** Plain HTTP or decrypted TLS: the request, upgrade, CONNECT and parser-error handlers of one server. */
 export function createHttp1Server(state: GatewayState): http.Server {
   // maxHeadersCount one past the limit, so strictHead sees that it was passed; the Host check is judge's (logged).
   const server = http.createServer({keepAlive: true, noDelay: true, requireHostHeader: false})
   server.maxHeadersCount = MAX_HEADER_FIELDS + 1
   server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => forward(state, req, res))
-  server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => serveUpgrade(state, server, req, socket, head))
+  server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
+    if (closing.has(socket)) return void socket.end()
+    serveUpgrade(state, server, req, socket, head)
+  })
   // A transparent gateway is no forward proxy: CONNECT goes nowhere.
   server.on('connect', (req: http.IncomingMessage, socket: Duplex) => {
     socket.on('error', () => undefined)
@@ -31,6 +40,7 @@ export function createHttp1Server(state: GatewayState): http.Server {
   server.on('clientError', (e: NodeJS.ErrnoException, socket: Duplex) => {
     socket.on('error', () => undefined)
     // A reset or a timeout is no request: nothing to answer or log.
+    if (closing.has(socket)) return void socket.end()
     if (!e.code?.startsWith('HPE_') || !socket.writable) return void socket.destroy()
     const refusal: Refusal = parserRefusal(e.code)
     socket.end(rawRefusal(refusal.status, `request refused: ${refusal.rule}`))
@@ -46,12 +56,15 @@ function refuse(res: http.ServerResponse, status: number, why: string, close: bo
 }
 
 function forward(state: GatewayState, req: http.IncomingMessage, res: http.ServerResponse): void {
+  // A request pipelined behind a refused head goes nowhere; the connection ends after the refusal.
+  if (closing.has(req.socket)) return void req.resume()
   const method = req.method ?? ''
   const {host, path, judged, allowRule} = judgeHttp1(state, req, {upgrade: false})
   if ('status' in judged) {
     // A refusal of the head itself (400, 431) closes the connection: its framing is not to be trusted.
     const close = judged.status === 400 || judged.status === 431
     refuse(res, judged.status, allowRule ? `${method} ${host}${path} refused: ${judged.rule}` : `${host || 'request'} refused: ${judged.rule}`, close)
+    if (close) closing.add(req.socket)
     state.record({method, host, path, status: judged.status, bytes: 0, decision: 'blocked', rule: judged.rule})
     req.resume()
     return
