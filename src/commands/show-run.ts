@@ -4,7 +4,8 @@ import type {NetworkMode} from '../lib/config/schema.js'
 import {EngineError} from '../lib/errors.js'
 import {engineTraits, prepareSandbox} from '../lib/sandbox/lifecycle.js'
 import {posix} from 'node:path'
-import {secretValues, toShellCommand} from '../lib/sandbox/spec.js'
+import {secretValues} from '../lib/sandbox/spec.js'
+import {toShellCommand} from '../lib/sandbox/spec-render.js'
 import {resolveWorkspace} from '../lib/workspace.js'
 
 export default class ShowRun extends Command {

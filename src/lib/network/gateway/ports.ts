@@ -19,7 +19,7 @@ export const SECRETS_FILE = 'secrets.json'
 
 /**
  * The gateway's program as a command, with `args` after it: in its container
- * (spec.ts buildGatewaySpec) and in the execs that talk to it (firewall allow,
+ * (spec-companions.ts buildGatewaySpec) and in the execs that talk to it (firewall allow,
  * its rules, the App token). With `snapshot` (the default) node-boot
  * (base-image/node-boot.sh) starts node from the image's snapshot of node's
  * bootstrap, made with these very flags, where the image has it (an image from
