@@ -9,7 +9,7 @@
  * minted (to the CLI's store); `--secret NAME` takes a new value for
  * one masked secret on stdin (a renewed GitHub App token), which the running
  * gateway reads at its next request (its CA and secrets come first from
- * lifecycle.ts startGatewayContainer's exec).
+ * gateway-container.ts startGatewayContainer's exec).
  * These run over an exec into the gateway container: its tmpfs is out of the
  * sandbox's reach. Messages go to stderr as
  * `egress-gateway: ...`, which `start` reports if the gateway does not come up.
@@ -78,7 +78,7 @@ async function main(argv: string[]): Promise<void> {
     return
   }
   const [httpPort, tlsPort] = ports()
-  // It listens only once it holds its CA and secrets (lifecycle.ts startGatewayContainer hands them over first), so that
+  // It listens only once it holds its CA and secrets (gateway-container.ts startGatewayContainer hands them over first), so that
   // listening means ready: what a one-shot run's entrypoint waits for (entrypoint.sh wait_gateway).
   await handedOver(join(stateDir, SECRETS_FILE))
   const bundle = env.AGENT_SANDBOX_GATEWAY_UPSTREAM_BUNDLE ?? '/etc/ssl/certs/ca-certificates.crt'

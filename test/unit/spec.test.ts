@@ -10,7 +10,7 @@ import {BASE_CAPS, FIREWALL_CAPS, buildSpec, type SpecOptions} from '../../src/l
 import {buildGateSpec, buildGatewaySpec} from '../../src/lib/sandbox/spec-companions.js'
 import {engineSecurityOpt, toCreateOptions, toDockerRunArgs, toShellCommand} from '../../src/lib/sandbox/spec-render.js'
 import {looksSecret} from '../../src/lib/util/secret-names.js'
-import {heldSecrets} from '../../src/lib/sandbox/lifecycle.js'
+import {heldSecrets} from '../../src/lib/sandbox/prepare.js'
 import {Labels, Names, describeWorkspace, md5, sanitizeBranch} from '../../src/lib/workspace.js'
 import {quoteArg} from '../../src/lib/util/shell-quote.js'
 

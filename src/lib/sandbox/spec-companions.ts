@@ -138,7 +138,7 @@ export function buildGatewaySpec(ws: Workspace, sandbox: SandboxSpec, options: {
   const env: EnvEntry[] = [
     {name: 'AGENT_SANDBOX_GATEWAY_PORTS', value: `${GATEWAY_DEFAULTS.httpPort},${GATEWAY_DEFAULTS.tlsPort}`, secret: false},
     ...(allow ? [{...allow}] : []),
-    // Not secret (the CA key is not here: it comes over an exec's stdin, lifecycle.ts startGatewayContainer).
+    // Not secret (the CA key is not here: it comes over an exec's stdin, gateway-container.ts startGatewayContainer).
     ...(options.httpRules?.length ? [{name: 'AGENT_SANDBOX_GATEWAY_RULES', value: JSON.stringify(options.httpRules), secret: false}] : []),
     // Names only: the gateway waits for the values and their hosts (stdin) before it lets anything out, and intercepts those hosts.
     ...(options.masked?.length ? [{name: 'AGENT_SANDBOX_GATEWAY_MASKED', value: options.masked.join(','), secret: false}] : []),

@@ -176,7 +176,7 @@ export function buildSpec(ws: Workspace, settings: Settings, options: SpecOption
       {name: 'AGENT_SANDBOX_GATE_URL', value: GATE_URL, secret: false},
     )
   }
-  // A sandbox with a push gate (lifecycle.ts): sandbox-exec checks that it listens, the git wrapper says so when it does not.
+  // A sandbox with a push gate (gate.ts): sandbox-exec checks that it listens, the git wrapper says so when it does not.
   if ((ownGit === 'volume' || branchMode) && options.name === undefined) env.push({name: 'AGENT_SANDBOX_GATE_PORT', value: String(GATE_PORT), secret: false})
   // The hook dispatcher (hook-dispatch.sh) runs hooks with HEAD's package.json keys unless this is off.
   if (ownGit && !settings.protectHookConfig) env.push({name: 'AGENT_SANDBOX_PROTECT_HOOK_CONFIG', value: '0', secret: false})

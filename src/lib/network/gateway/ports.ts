@@ -14,7 +14,7 @@ export const GATEWAY_DEFAULTS = {
   nodeFlags: ['--max-semi-space-size=1', '--optimize-for-size'],
 } as const
 
-/** What the CLI hands over on an exec's stdin (lifecycle.ts startGatewayContainer; gateway.ts --secret replaces one value), kept in the gateway's tmpfs only. */
+/** What the CLI hands over on an exec's stdin (gateway-container.ts startGatewayContainer; gateway.ts --secret replaces one value), kept in the gateway's tmpfs only. */
 export const SECRETS_FILE = 'secrets.json'
 
 /**
