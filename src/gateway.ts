@@ -1,7 +1,7 @@
 /**
  * The egress gateway's program (bundled as dist/bundle/egress-gateway.cjs and
  * installed in the base image): `node egress-gateway.cjs` serves; it runs in
- * its own container in the sandbox's network namespace (spec.ts
+ * its own container in the sandbox's network namespace (spec-companions.ts
  * buildGatewaySpec). `node egress-gateway.cjs --allow DOMAIN...` adds domains to
  * the running gateway's allowlist, `--rule JSON` an httpRule (firewall allow),
  * and `--describe` prints the rules in force and the masked secrets' names and
@@ -9,7 +9,7 @@
  * minted (to the CLI's store); `--secret NAME` takes a new value for
  * one masked secret on stdin (a renewed GitHub App token), which the running
  * gateway reads at its next request (its CA and secrets come first from
- * lifecycle.ts startGatewayContainer's exec).
+ * gateway-container.ts startGatewayContainer's exec).
  * These run over an exec into the gateway container: its tmpfs is out of the
  * sandbox's reach. Messages go to stderr as
  * `egress-gateway: ...`, which `start` reports if the gateway does not come up.
@@ -78,7 +78,7 @@ async function main(argv: string[]): Promise<void> {
     return
   }
   const [httpPort, tlsPort] = ports()
-  // It listens only once it holds its CA and secrets (lifecycle.ts startGatewayContainer hands them over first), so that
+  // It listens only once it holds its CA and secrets (gateway-container.ts startGatewayContainer hands them over first), so that
   // listening means ready: what a one-shot run's entrypoint waits for (entrypoint.sh wait_gateway).
   await handedOver(join(stateDir, SECRETS_FILE))
   const bundle = env.AGENT_SANDBOX_GATEWAY_UPSTREAM_BUNDLE ?? '/etc/ssl/certs/ca-certificates.crt'
@@ -99,7 +99,7 @@ async function main(argv: string[]): Promise<void> {
     // Upstreams are verified against node's roots and the image's bundle (build-base --ca-cert, a workspace image's own CAs).
     upstreamCa: [...rootCertificates, ...(existsSync(bundle) ? [readFileSync(bundle, 'utf8')] : [])],
     onError: say,
-    // A one-shot run's gateway (spec.ts buildGatewaySpec): the run reads what was refused from the container's log.
+    // A one-shot run's gateway (spec-companions.ts buildGatewaySpec): the run reads what was refused from the container's log.
     ...(env.AGENT_SANDBOX_GATEWAY_LOG_STDOUT === '1' ? {onRecord: (line: string) => void process.stdout.write(line)} : {}),
   })
   say(`serving on 127.0.0.1:${httpPort} (HTTP) and 127.0.0.1:${tlsPort} (TLS), ${gateway.allowlistSize} domains allowed`)

@@ -2,9 +2,10 @@ import {Command, type Input} from '../cli/command.js'
 import {allowHostNetworkFlag, branchFlag, nestedFlag, networkFlag, pathArg, registryFlag, shapeFlags} from '../cli/flags.js'
 import type {NetworkMode} from '../lib/config/schema.js'
 import {EngineError} from '../lib/errors.js'
-import {engineTraits, prepareSandbox} from '../lib/sandbox/lifecycle.js'
+import {engineTraits, prepareSandbox} from '../lib/sandbox/prepare.js'
 import {posix} from 'node:path'
-import {secretValues, toShellCommand} from '../lib/sandbox/spec.js'
+import {secretValues} from '../lib/sandbox/spec.js'
+import {toShellCommand} from '../lib/sandbox/spec-render.js'
 import {resolveWorkspace} from '../lib/workspace.js'
 
 export default class ShowRun extends Command {

@@ -4,27 +4,13 @@ import {join} from 'node:path'
 import {defaultSeccompProfile, templatesDir} from '../../src/lib/util/assets.js'
 import {describe, expect, it} from 'vitest'
 import {DEFAULTS, type Settings} from '../../src/lib/config/schema.js'
-import {
-  BASE_CAPS,
-  FIREWALL_CAPS,
-  GATE_URL,
-  buildGateSpec,
-  buildGatewaySpec,
-  gatewayUid,
-  buildSpec,
-  looksSecret,
-  parsePort,
-  parseSize,
-  secretValues,
-  specHash,
-  engineSecurityOpt,
-  toCreateOptions,
-  toDockerRunArgs,
-  toShellCommand,
-  type SandboxSpec,
-  type SpecOptions,
-} from '../../src/lib/sandbox/spec.js'
-import {heldSecrets} from '../../src/lib/sandbox/lifecycle.js'
+import {GATE_URL} from '../../src/lib/contract.js'
+import {gatewayUid, parsePort, parseSize, secretValues, specHash, type SandboxSpec} from '../../src/lib/sandbox/spec.js'
+import {BASE_CAPS, FIREWALL_CAPS, buildSpec, type SpecOptions} from '../../src/lib/sandbox/spec-sandbox.js'
+import {buildGateSpec, buildGatewaySpec} from '../../src/lib/sandbox/spec-companions.js'
+import {engineSecurityOpt, toCreateOptions, toDockerRunArgs, toShellCommand} from '../../src/lib/sandbox/spec-render.js'
+import {looksSecret} from '../../src/lib/util/secret-names.js'
+import {heldSecrets} from '../../src/lib/sandbox/prepare.js'
 import {Labels, Names, describeWorkspace, md5, sanitizeBranch} from '../../src/lib/workspace.js'
 import {quoteArg} from '../../src/lib/util/shell-quote.js'
 

@@ -77,7 +77,7 @@ const HttpRuleSchema = object({
 const NetworkModeSchema = v.picklist(['firewall', 'none', 'open'])
 export type NetworkMode = v.InferOutput<typeof NetworkModeSchema>
 
-/** Image registries whose domains a preset allowlists (spec.ts REGISTRY_DOMAINS); off by default. */
+/** Image registries whose domains a preset allowlists (spec-sandbox.ts REGISTRY_DOMAINS); off by default. */
 const RegistryPresetSchema = v.picklist(['docker.io', 'ghcr.io', 'quay.io'])
 export type RegistryPreset = v.InferOutput<typeof RegistryPresetSchema>
 

@@ -5,7 +5,8 @@
  * widening change may apply (docs/security.md, "Settings a repository may
  * change").
  */
-import {looksSecret, parseSize} from '../sandbox/spec.js'
+import {looksSecret} from '../util/secret-names.js'
+import {parseSize} from './limits.js'
 import type {ConfigFile, NetworkMode, Settings} from './schema.js'
 import {isLoopbackHost} from '../util/addresses.js'
 import {describeRule, mergeHttpRules, rulesLoosen} from '../network/gateway/rules.js'

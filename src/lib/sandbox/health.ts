@@ -14,7 +14,7 @@ import type {ContainerInfo} from '../engine/index.js'
 import type {Context} from '../context.js'
 import {GATEWAY_DEFAULTS} from '../network/gateway/ports.js'
 import {Labels, Names} from '../workspace.js'
-import {GATE_PORT} from './spec.js'
+import {GATE_PORT} from '../contract.js'
 
 export type Sidecar = 'gate' | 'gateway'
 

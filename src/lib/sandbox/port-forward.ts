@@ -14,7 +14,7 @@ import type {Context} from '../context.js'
 import {NotReadyError, UsageError} from '../errors.js'
 import {silentReporter} from '../reporter.js'
 import {templatesDir} from '../util/assets.js'
-import {SANDBOX_USER} from './spec.js'
+import {SANDBOX_USER} from '../contract.js'
 
 export interface PortMapping {
   /** The host's loopback port; 0 picks a free one. */

@@ -14,12 +14,12 @@ export const GATEWAY_DEFAULTS = {
   nodeFlags: ['--max-semi-space-size=1', '--optimize-for-size'],
 } as const
 
-/** What the CLI hands over on an exec's stdin (lifecycle.ts startGatewayContainer; gateway.ts --secret replaces one value), kept in the gateway's tmpfs only. */
+/** What the CLI hands over on an exec's stdin (gateway-container.ts startGatewayContainer; gateway.ts --secret replaces one value), kept in the gateway's tmpfs only. */
 export const SECRETS_FILE = 'secrets.json'
 
 /**
  * The gateway's program as a command, with `args` after it: in its container
- * (spec.ts buildGatewaySpec) and in the execs that talk to it (firewall allow,
+ * (spec-companions.ts buildGatewaySpec) and in the execs that talk to it (firewall allow,
  * its rules, the App token). With `snapshot` (the default) node-boot
  * (base-image/node-boot.sh) starts node from the image's snapshot of node's
  * bootstrap, made with these very flags, where the image has it (an image from
