@@ -32,6 +32,10 @@ export const COMMAND_IDS: readonly string[] = [
   'list',
   'port',
   'prune',
+  'review',
+  'review:approve',
+  'review:reject',
+  'review:show',
   'rm',
   'run',
   'shell',
@@ -43,9 +47,14 @@ export const COMMAND_IDS: readonly string[] = [
   'volume',
 ]
 
-/** The command's file under src/commands, without its extension: `firewall/allow`. Pure. */
+/**
+ * The command's file under src/commands, without its extension: `firewall/allow`.
+ * A command that is also a topic (`review`, with `review show`…) is its folder's
+ * `index`, as oclif names it. Pure.
+ */
 export function commandFile(id: string): string {
-  return id.split(':').join('/')
+  const file = id.split(':').join('/')
+  return COMMAND_IDS.some((other) => other.startsWith(`${id}:`)) ? `${file}/index` : file
 }
 
 const HELP_FLAGS = new Set(['--help', '-h'])
