@@ -31,7 +31,7 @@ const TOKEN = `sk-gws-${randomBytes(12).toString('hex')}`
 /**
  * The site, on 80 and 443: appends every byte it receives (decrypted) to /tmp/raw; answers
  * `METHOD url host=… upgrade=…`, `got N` for an upload to /upload; on an Upgrade, /ws switches
- * (101) and echoes, /nows answers 200, /nows-chunked 400 with a chunked body, /nows-close 403 and closes.
+ * (101) and echoes (a WebSocket text frame as a frame, raw bytes raw), /nows answers 200, /nows-chunked 400 with a chunked body, /nows-close 403 and closes.
  */
 const SITE = `const fs = require('fs'), http = require('http'), https = require('https');
 const record = (s) => s.on('data', (d) => fs.appendFileSync('/tmp/raw', d));
@@ -44,7 +44,15 @@ const upgrade = (q, s) => {
   if (q.url === '/ws') {
     const accept = require('crypto').createHash('sha1').update(q.headers['sec-websocket-key'] + '258EAFA5-E914-47DA-95CA-C5AB0DC85B11').digest('base64');
     s.write('HTTP/1.1 101 Switching Protocols\\r\\nupgrade: websocket\\r\\nconnection: Upgrade\\r\\nsec-websocket-accept: ' + accept + '\\r\\n\\r\\n');
-    return s.on('data', (d) => s.write(Buffer.concat([Buffer.from('echo:'), d])));
+    // A client's masked text frame (short) is answered with a text frame; any other bytes are echoed raw.
+    return s.on('data', (d) => {
+      if (d.length >= 6 && d[0] === 0x81 && d[1] & 0x80 && (d[1] & 0x7f) < 126) {
+        const mask = d.subarray(2, 6);
+        const text = Buffer.concat([Buffer.from('echo:'), Buffer.from(d.subarray(6, 6 + (d[1] & 0x7f)).map((b, i) => b ^ mask[i % 4]))]);
+        return s.write(Buffer.concat([Buffer.from([0x81, text.length]), text]));
+      }
+      s.write(Buffer.concat([Buffer.from('echo:'), d]));
+    });
   }
   if (q.url === '/nows-chunked') return s.write('HTTP/1.1 400 Bad Request\\r\\ntransfer-encoding: chunked\\r\\n\\r\\n5\\r\\nnope!\\r\\n0\\r\\n\\r\\n');
   if (q.url === '/nows-close') return s.end('HTTP/1.1 403 Forbidden\\r\\ncontent-length: 5\\r\\nconnection: close\\r\\n\\r\\nnope!');

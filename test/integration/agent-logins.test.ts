@@ -6,9 +6,6 @@
  * Credentials are imported masked; the agents refresh (their tokens are
  * expired) and call the API through the gateway. Then the real tokens must be
  * at the stand-in, in the host's store, and nowhere in the sandbox.
- *
- * Not in the suite yet (the name does not end in .test.ts): it has not run on
- * a real engine. Rename it once it passes on Docker.
  */
 import {createHash, randomBytes} from 'node:crypto'
 import {execFileSync} from 'node:child_process'
