@@ -113,7 +113,7 @@ beforeAll(async () => {
   const dockerfile = join(ws, '.agent-sandbox', 'Dockerfile')
   const caLine = ca.trim().replace(/\n/g, '\\n')
   writeFileSync(dockerfile, `${readFileSync(dockerfile, 'utf8')}\nRUN printf '%b' '${caLine}\\n' > /usr/local/share/ca-certificates/loginsit.crt && update-ca-certificates\n`)
-  writeFileSync(join(ws, '.agent-sandbox', 'config.json'), `${JSON.stringify({dockerNetwork: network, allowDomains: [OTHER], httpRules: [{host: OTHER}], sharedAgentConfig: false, env: {AGENT_SANDBOX_GITHUB_META: '0'}}, null, 2)}\n`)
+  writeFileSync(join(ws, '.agent-sandbox', 'config.json'), `${JSON.stringify({dockerNetwork: network, allowDomains: [OTHER], httpRules: [{host: OTHER, methods: ['GET', 'HEAD', 'POST']}], sharedAgentConfig: false, env: {AGENT_SANDBOX_GITHUB_META: '0'}}, null, 2)}\n`)
   await trustWorkspace(ws)
   must(await as('claude-init-config', ws, '--auth'), 'claude-init-config --auth')
   must(await as('codex-init-config', ws, '--auth'), 'codex-init-config --auth')
@@ -156,7 +156,7 @@ describe('agent logins through the gateway, with the real agents', () => {
     expect(r.stdout).toBe('403')
     expect((await seen()).length).toBe(before)
     const log = await cli(['firewall', 'log', ws, '--json', '--lines', '500'])
-    expect(log.stdout).toMatch(/claude access_token is not for loginsit-other/)
+    expect(log.stdout).toMatch(/claude \.credentials\.json accessToken is not for loginsit-other/)
     // The control: the same request without the surrogate reaches it.
     expect((await as('exec', ws, '--', 'curl', '-sS', '--max-time', '20', '-o', '/dev/null', '-w', '%{http_code}', `https://${OTHER}/collect`)).stdout).toBe('503')
   })
