@@ -182,6 +182,9 @@ beforeAll(async () => {
       github: {appId: APP_ID, installationId: INSTALLATION_ID, privateKeyPath: join(keyDir, 'app.pem'), apiUrl: `http://${fakeIp}:8080`, gitUrl: `https://${FAKE}`, refreshMarginSeconds: MARGIN},
       dockerNetwork: NET,
       allowDomains: [OTHER],
+      // Every host intercepted, so that the App token's surrogate is seen (and refused) wherever it is sent;
+      // by default a host with neither rules nor a secret is passed through, where a surrogate is worthless.
+      gateway: {inspectAll: true},
       // Keep the firewall from fetching GitHub's address ranges: this test talks to its own containers only.
       env: {AGENT_SANDBOX_GITHUB_META: '0'},
     }),
