@@ -364,8 +364,8 @@ describe('in a running sandbox', () => {
     expect(again.stdout.split('\n')).toEqual(['auth.json: not present', 'profile.json: not present'])
   })
 
-  it('claude-init-config --auth seeds settings and imports the credentials; Claude Code inside is logged in', async () => {
-    const r = await as(home, 'claude-init-config', wsA, '--auth')
+  it('claude-init-config --auth --plain seeds settings and imports the credentials as they are; Claude Code inside is logged in', async () => {
+    const r = await as(home, 'claude-init-config', wsA, '--auth', '--plain')
     expect(r.exitCode, r.stderr).toBe(0)
     expect(r.stdout.split('\n')).toEqual([
       'settings.json: created',
@@ -399,7 +399,7 @@ describe('in a running sandbox', () => {
     writeFileSync(join(home, '.claude', '.credentials.json'), claudeCredentials('v2'))
     writeFileSync(join(home, '.claude.json'), JSON.stringify({hasCompletedOnboarding: true, userID: `${TOKEN}-user`, state: 'v2'}))
     const before = await snapshot(volA.claude)
-    const r = await as(home, 'claude-init-config', wsA, '--auth')
+    const r = await as(home, 'claude-init-config', wsA, '--auth', '--plain')
     expect(r.exitCode, r.stderr).toBe(0)
     expect(r.stdout).toContain('settings.json: exists, left alone')
     expect(r.stdout).toContain('.claude.json: exists, left alone')
