@@ -558,6 +558,8 @@ describe('toCreateOptions', () => {
     expect(args.slice(args.indexOf('--userns'), args.indexOf('--userns') + 2)).toEqual(['--userns', 'keep-id'])
     expect(toShellCommand(spec)).toMatch(/^podman run /)
     expect(toShellCommand(buildSpec(ws, settings(), {protectedPaths}))).toMatch(/^docker run /)
+    // Rootful Podman too: the docker CLI would send the seccomp profile's JSON, which Podman opens as a path.
+    expect(toShellCommand(buildSpec(ws, settings(), {protectedPaths}), [], [], 'podman')).toMatch(/^podman run .* --security-opt seccomp=\//)
     expect(specHash(spec)).not.toBe(specHash(buildSpec(ws, settings(), {protectedPaths})))
   })
 })

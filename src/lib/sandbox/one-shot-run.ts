@@ -106,16 +106,19 @@ export async function runOneShot(ctx: Context, ws: Workspace, options: OneShotOp
     if (options.timeoutMs) {
       timer = setTimeout(() => {
         timedOut = true
-        // Sample before killing: a fork bomb shows as processes at the limit.
-        void engine.containers
-          .stats(created.id)
-          .then((s) => {
+        // Sample before killing: a fork bomb shows as processes at the limit. Its processes come
+        // and go (bash retries a refused fork, subshells exit), so up to three samples are taken.
+        void (async () => {
+          for (let sample = 0; sample < 3 && !atPidsLimit; sample++) {
+            if (sample > 0) await new Promise((resolve) => setTimeout(resolve, 250))
+            const s = await engine.containers.stats(created.id).catch(() => undefined)
             // Podman's stats carry no limit: fall back to the one we set.
-            const limit = s.pidsLimit || created.spec.limits.pids || 0
-            atPidsLimit = limit > 0 && s.pids >= limit - 2
-          })
-          .catch(() => undefined)
+            const limit = s?.pidsLimit || created.spec.limits.pids || 0
+            atPidsLimit = s !== undefined && limit > 0 && s.pids >= limit - 2
+          }
+        })()
           .finally(() => engine.containers.kill(created.id))
+          .catch(() => undefined)
       }, options.timeoutMs)
     }
     const exitCode = await engine.containers.wait(created.id)

@@ -125,9 +125,16 @@ export function toDockerRunArgs(spec: SandboxSpec): string[] {
  * yet get their placeholders first, as `start` would create them; containers
  * that go with it (the push gate) follow it.
  */
-export function toShellCommand(spec: SandboxSpec, placeholders: Array<{path: string; kind: 'file' | 'dir'}> = [], companions: SandboxSpec[] = []): string {
+export function toShellCommand(
+  spec: SandboxSpec,
+  placeholders: Array<{path: string; kind: 'file' | 'dir'}> = [],
+  companions: SandboxSpec[] = [],
+  engine: 'docker' | 'podman' = 'docker',
+): string {
   const prep = placeholders.map((p) => (p.kind === 'dir' ? `mkdir -p -- ${quoteArg(p.path)}` : `touch -- ${quoteArg(p.path)}`))
-  // Only podman's CLI knows keep-id (the docker CLI refuses it).
-  const run = (s: SandboxSpec) => [s.userns ? 'podman' : 'docker', ...toDockerRunArgs(s)].map(quoteArg).join(' ')
+  // The podman CLI for Podman: only it knows keep-id, and the docker CLI sends a seccomp profile's
+  // JSON, which Podman's compatible API opens as a path.
+  const cli = engine === 'podman' || spec.userns ? 'podman' : 'docker'
+  const run = (s: SandboxSpec) => [cli, ...toDockerRunArgs(s)].map(quoteArg).join(' ')
   return [...prep, run(spec), ...companions.map(run)].join(' && ')
 }
