@@ -398,7 +398,7 @@ settled() {
     second="$(cat "$TEST_TMP/inotifywait.pid")"
     [ "$second" != "$first" ]
     # The old one is gone.
-    for ((i = 0; i < 100; i++)); do kill -0 "$first" 2> /dev/null || break; sleep 0.01; done
+    for ((i = 0; i < 1000; i++)); do kill -0 "$first" 2> /dev/null || break; sleep 0.01; done
     run kill -0 "$first"
     assert_failure
     first="$second"
@@ -451,7 +451,7 @@ settled() {
   WATCH_PID=""
   for name in findmnt inotifywait; do
     pid="$(cat "$TEST_TMP/$name.pid")"
-    for ((i = 0; i < 100; i++)); do kill -0 "$pid" 2> /dev/null || break; sleep 0.01; done
+    for ((i = 0; i < 1000; i++)); do kill -0 "$pid" 2> /dev/null || break; sleep 0.01; done
     run kill -0 "$pid"
     assert_failure
   done
