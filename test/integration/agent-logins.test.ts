@@ -156,7 +156,8 @@ describe('agent logins through the gateway, with the real agents', () => {
     expect(r.stdout).toBe('403')
     expect((await seen()).length).toBe(before)
     const log = await cli(['firewall', 'log', ws, '--json', '--lines', '500'])
-    expect(log.stdout).toMatch(/claude \.credentials\.json accessToken is not for loginsit-other/)
+    // Named as imported from the file, or, once claude refreshed (the first case), as the exchange minted it.
+    expect(log.stdout).toMatch(/claude (\.credentials\.json accessToken|access_token) is not for loginsit-other/)
     // The control: the same request without the surrogate reaches it.
     expect((await as('exec', ws, '--', 'curl', '-sS', '--max-time', '20', '-o', '/dev/null', '-w', '%{http_code}', `https://${OTHER}/collect`)).stdout).toBe('503')
   })
