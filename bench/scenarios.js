@@ -426,6 +426,21 @@ export const scenarios = [
     },
   },
   {
+    // What the engine's own restart of a sandbox costs the user: the next command repairs it (its push
+    // gate and egress gateway made anew in the new namespace), where no restart policy follows it.
+    key: 'heal',
+    title: 'the next command after the engine restarted the sandbox (no target)',
+    ours: '`agent-sandbox exec -- true` after `docker restart <c>` (the gate and the gateway repaired on the way in)',
+    base: '`agent-sandbox start` of the same sandbox stopped (the three containers started until ready)',
+    smoke: false,
+    runs: 5,
+    a: {before: (ctx) => sh('docker', ['restart', ctx.name]), steps: (ctx) => [cli(ctx, 'exec', ctx.ws, '--', 'true')]},
+    b: {before: (ctx) => cliSync(ctx.root, ['stop', ctx.ws]), steps: (ctx) => [cli(ctx, 'start', ctx.ws)]},
+    teardown: (ctx) => {
+      cliSync(ctx.root, ['start', ctx.ws])
+    },
+  },
+  {
     key: 'firewall',
     title: 'firewall set-up inside a cold start',
     ours: '`agent-sandbox start --network firewall`',
