@@ -249,7 +249,7 @@ describe('interception of hosts with httpRules', () => {
   it('a one-shot run with a masked secret has a gateway of its own: a path outside the rules is refused and listed at the end, the allowed one works; the exit code passes through; nothing is left', async () => {
     const r = await cli(['run', ws, '--', 'bash', '-c', `curl -sS --max-time 20 -w ' %{http_code}\\n' https://${api}/private; curl -sS --max-time 20 -w ' %{http_code}' https://${api}/pub/run; exit 7`], {env: RUN_ENV})
     expect(r.exitCode, r.stderr).toBe(7)
-    expect(r.stdout).toBe(`agent-sandbox gateway: GET ${api}/private refused: path /private not in httpRules ${api} methods GET,HEAD paths /pub/*\n 403\nhi from api GET /pub/run host=${api}\n 200`)
+    expect(r.stdout).toBe(`agent-sandbox gateway: GET ${api}/private refused: path /private not in httpRules ${api} methods GET,HEAD paths /pub/*; waiting for the user's approval: agent-sandbox firewall allow ${api} --methods GET --paths /private\n 403\nhi from api GET /pub/run host=${api}\n 200`)
     expect(r.stderr).toMatch(new RegExp(`agent-sandbox: egress gateway refused: \\S+  BLOCK  403  GET  ${api}/private  \\d+B  \\(path /private not in httpRules`))
     expect(r.stderr).not.toContain('/pub/run')
     expect(await runContainers(ws)).toEqual([])
@@ -376,7 +376,7 @@ describe('interception of hosts with httpRules', () => {
     const get = await curl(ws, '-o', '/dev/null', '-w', '%{http_code}', 'https://registry.npmjs.org/left-pad')
     expect(get.stdout, get.stderr).toBe('200')
     const put = await curl(ws, '-X', 'PUT', '-H', 'content-type: application/json', '--data', '{}', '-w', '%{http_code}', 'https://registry.npmjs.org/left-pad')
-    expect(put.stdout).toBe('agent-sandbox gateway: PUT registry.npmjs.org/left-pad refused: method PUT not in httpRules registry.npmjs.org methods GET,HEAD\n403')
+    expect(put.stdout).toBe("agent-sandbox gateway: PUT registry.npmjs.org/left-pad refused: method PUT not in httpRules registry.npmjs.org methods GET,HEAD; waiting for the user's approval: agent-sandbox firewall allow registry.npmjs.org --methods PUT --paths /left-pad\n403")
   })
 })
 

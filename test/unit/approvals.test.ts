@@ -12,6 +12,10 @@ describe('approval lines', () => {
     expect(grantCommand(entry({host: 'api.example', method: 'post', path: "/a b'", rule: `method POST not in httpRules api.example methods GET`}))).toBe(
       `agent-sandbox firewall allow api.example --methods POST --paths '/a b'\\'''`,
     )
+    // a path refusal grants the path as judged, not as sent
+    expect(grantCommand(entry({host: 'api.example', path: '/pub/../private', rule: 'path /private not in httpRules api.example paths /pub/*'}))).toBe(
+      'agent-sandbox firewall allow api.example --methods GET --paths /private',
+    )
     expect(refusalReason(entry({}), false)).toBe("x.example refused: not allowlisted; waiting for the user's approval: agent-sandbox firewall allow x.example")
     expect(dnsApprovalLine('x.example')).toBe("agent-sandbox firewall: x.example refused: DNS name not allowlisted; waiting for the user's approval: agent-sandbox firewall allow x.example")
   })

@@ -25,7 +25,9 @@ export function grantCommand(r: Refused): string | undefined {
   if (r.status !== 403 || !r.host) return undefined
   if (r.rule === NOT_ALLOWLISTED) return `agent-sandbox firewall allow ${quoteArg(r.host)}`
   if (isRuleRefusal(r.rule) && r.method && r.path) {
-    return `agent-sandbox firewall allow ${quoteArg(r.host)} --methods ${quoteArg(r.method.toUpperCase())} --paths ${quoteArg(r.path)}`
+    // A path refusal names the path as judged (normalised: no ../ or %2e%2e): the grant is for that one.
+    const path = /^path (\S+) not in /.exec(r.rule)?.[1] ?? r.path
+    return `agent-sandbox firewall allow ${quoteArg(r.host)} --methods ${quoteArg(r.method.toUpperCase())} --paths ${quoteArg(path)}`
   }
   return undefined
 }
