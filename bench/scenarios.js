@@ -158,7 +158,7 @@ function gatewaySetup(ctx) {
   const name = JSON.parse(cliSync(ctx.root, ['start', ws, '--json']).stdout).name
   // The site's address, looked up through the sandbox's resolver: that also opens it in the firewall.
   const address = sh('docker', ['exec', '-u', 'node', name, 'sandbox-exec', 'getent', 'ahostsv4', site]).stdout.split(/\s/)[0]
-  Object.assign(ctx.extra, {gwNet: net, gwSite: site, gwSandbox: name, gwAddress: address})
+  Object.assign(ctx.extra, {gwNet: net, gwSite: site, gwSandbox: name, gwAddress: address, gwWs: ws})
 }
 
 function gatewayTeardown(ctx) {
@@ -169,6 +169,9 @@ function gatewayTeardown(ctx) {
 }
 
 const extra = (ctx, key) => String(ctx.extra[key])
+/** A request the gateway refuses and queues: the site's address, a name not on the allowlist. */
+const blockedRequest = (ctx) =>
+  dockerStep('exec', '-u', 'node', extra(ctx, 'gwSandbox'), '/usr/local/bin/sandbox-exec', 'curl', '-s', '-o', '/dev/null', '--resolve', `asb-bench-${ctx.id}-asked:80:${extra(ctx, 'gwAddress')}`, `http://asb-bench-${ctx.id}-asked/`)
 
 /**
  * The interception rows' site: `/` answers `ok`, `/big` streams $SIZE MiB. Its certificate comes from a
@@ -582,6 +585,19 @@ export const scenarios = [
     teardown: gatewayTeardown,
     a: {steps: (ctx) => [dockerStep('exec', '-u', 'node', extra(ctx, 'gwSandbox'), '/usr/local/bin/sandbox-exec', 'bash', '-c', GETS, ...getsArgs(ctx))]},
     b: {steps: (ctx) => [dockerStep('exec', `${extra(ctx, 'gwSandbox')}-gateway`, 'bash', '-c', GETS, ...getsArgs(ctx))]},
+  },
+  {
+    key: 'pending',
+    title: 'from a blocked request to its pending approval',
+    ours: 'a request refused by the gateway (curl as the agent, a name not allowlisted), then `agent-sandbox firewall pending --json` (which lists it)',
+    base: 'the same refused request, then `docker exec <c>-gateway tail -n 50` of the request log the queue is derived from',
+    targetDiffMs: 300,
+    smoke: true,
+    runs: 5,
+    setup: gatewaySetup,
+    teardown: gatewayTeardown,
+    a: {steps: (ctx) => [blockedRequest(ctx), cli(ctx, 'firewall', 'pending', extra(ctx, 'gwWs'), '--json')]},
+    b: {steps: (ctx) => [blockedRequest(ctx), dockerStep('exec', `${extra(ctx, 'gwSandbox')}-gateway`, 'tail', '-n', '50', '/tmp/requests.jsonl')]},
   },
   {
     key: 'gateway-intercept',

@@ -154,7 +154,7 @@ describe('interception of hosts with httpRules', () => {
     const open = await control('-X', 'POST', `https://${api}/pub/x`)
     expect(open.stdout, open.stderr).toBe(`hi from api POST /pub/x host=${api}`)
     const r = await curl(ws, '-X', 'POST', '-w', '%{http_code}', `https://${api}/pub/x`)
-    expect(r.stdout).toBe(`agent-sandbox gateway: POST ${api}/pub/x refused: method POST not in httpRules ${api} methods GET,HEAD paths /pub/*\n403`)
+    expect(r.stdout).toBe(`agent-sandbox gateway: POST ${api}/pub/x refused: method POST not in httpRules ${api} methods GET,HEAD paths /pub/*; waiting for the user's approval: agent-sandbox firewall allow ${api} --methods POST --paths /pub/x\n403`)
     // plain HTTP to the same host meets the same rules
     const http = await curl(ws, '-X', 'DELETE', '-w', '%{http_code}', `http://${api}/pub/x`)
     expect(http.stdout).toMatch(/refused: method DELETE not in httpRules .*\n403$/)
@@ -166,10 +166,10 @@ describe('interception of hosts with httpRules', () => {
     const open = await control(`https://${api}/private`)
     expect(open.stdout, open.stderr).toContain('hi from api GET /private')
     const r = await curl(ws, '-w', '%{http_code}', `https://${api}/private`)
-    expect(r.stdout).toBe(`agent-sandbox gateway: GET ${api}/private refused: path /private not in httpRules ${api} methods GET,HEAD paths /pub/*\n403`)
+    expect(r.stdout).toBe(`agent-sandbox gateway: GET ${api}/private refused: path /private not in httpRules ${api} methods GET,HEAD paths /pub/*; waiting for the user's approval: agent-sandbox firewall allow ${api} --methods GET --paths /private\n403`)
     for (const sneaky of ['/pub/../private', '/pub/%2e%2e/private']) {
       const s = await curl(ws, '--path-as-is', '-w', '%{http_code}', `https://${api}${sneaky}`)
-      expect(s.stdout, sneaky).toMatch(/refused: path \/private not in .*\n403$/)
+      expect(s.stdout, sneaky).toMatch(/refused: path \/private not in .*--paths \/private\n403$/)
     }
     expect((await curl(ws, `https://${api}/pub/ok`)).stdout).toBe(`hi from api GET /pub/ok host=${api}`)
   })
@@ -188,7 +188,7 @@ describe('interception of hosts with httpRules', () => {
     const ok = await curl(ws, '--http2', '-w', ' %{http_version} %{http_code}', `https://${api}/pub/h2?q=1`)
     expect(ok.stdout, ok.stderr).toBe(`hi from api GET /pub/h2?q=1 host=${api}\n 2 200`)
     const blocked = await curl(ws, '--http2', '-w', ' %{http_version} %{http_code}', `https://${api}/private-h2`)
-    expect(blocked.stdout).toBe(`agent-sandbox gateway: GET ${api}/private-h2 refused: path /private-h2 not in httpRules ${api} methods GET,HEAD paths /pub/*\n 2 403`)
+    expect(blocked.stdout).toBe(`agent-sandbox gateway: GET ${api}/private-h2 refused: path /private-h2 not in httpRules ${api} methods GET,HEAD paths /pub/*; waiting for the user's approval: agent-sandbox firewall allow ${api} --methods GET --paths /private-h2\n 2 403`)
     const post = await curl(ws, '--http2', '-X', 'POST', '--data', 'x', '-w', ' %{http_version} %{http_code}', `https://${api}/pub/h2`)
     expect(post.stdout).toMatch(/refused: method POST not in httpRules .*\n 2 403$/)
     // several requests on one HTTP/2 connection (curl multiplexes them)
@@ -249,7 +249,7 @@ describe('interception of hosts with httpRules', () => {
   it('a one-shot run with a masked secret has a gateway of its own: a path outside the rules is refused and listed at the end, the allowed one works; the exit code passes through; nothing is left', async () => {
     const r = await cli(['run', ws, '--', 'bash', '-c', `curl -sS --max-time 20 -w ' %{http_code}\\n' https://${api}/private; curl -sS --max-time 20 -w ' %{http_code}' https://${api}/pub/run; exit 7`], {env: RUN_ENV})
     expect(r.exitCode, r.stderr).toBe(7)
-    expect(r.stdout).toBe(`agent-sandbox gateway: GET ${api}/private refused: path /private not in httpRules ${api} methods GET,HEAD paths /pub/*\n 403\nhi from api GET /pub/run host=${api}\n 200`)
+    expect(r.stdout).toBe(`agent-sandbox gateway: GET ${api}/private refused: path /private not in httpRules ${api} methods GET,HEAD paths /pub/*; waiting for the user's approval: agent-sandbox firewall allow ${api} --methods GET --paths /private\n 403\nhi from api GET /pub/run host=${api}\n 200`)
     expect(r.stderr).toMatch(new RegExp(`agent-sandbox: egress gateway refused: \\S+  BLOCK  403  GET  ${api}/private  \\d+B  \\(path /private not in httpRules`))
     expect(r.stderr).not.toContain('/pub/run')
     expect(await runContainers(ws)).toEqual([])
@@ -376,7 +376,7 @@ describe('interception of hosts with httpRules', () => {
     const get = await curl(ws, '-o', '/dev/null', '-w', '%{http_code}', 'https://registry.npmjs.org/left-pad')
     expect(get.stdout, get.stderr).toBe('200')
     const put = await curl(ws, '-X', 'PUT', '-H', 'content-type: application/json', '--data', '{}', '-w', '%{http_code}', 'https://registry.npmjs.org/left-pad')
-    expect(put.stdout).toBe('agent-sandbox gateway: PUT registry.npmjs.org/left-pad refused: method PUT not in httpRules registry.npmjs.org methods GET,HEAD\n403')
+    expect(put.stdout).toBe("agent-sandbox gateway: PUT registry.npmjs.org/left-pad refused: method PUT not in httpRules registry.npmjs.org methods GET,HEAD; waiting for the user's approval: agent-sandbox firewall allow registry.npmjs.org --methods PUT --paths /left-pad\n403")
   })
 })
 

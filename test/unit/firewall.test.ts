@@ -124,7 +124,9 @@ describe('parseStatus / formatStatus', () => {
     expect(text).toContain('Rules in force (IPv6):\n  (none loaded: IPv6 is disabled in this sandbox)')
     expect(text).toContain('Allowlist (1 entries, each with its subdomains; a name alone is TCP 80/443 through the gateway):\n  github.com')
     expect(text).toContain('agent-sandbox-allow4=2  agent-sandbox-allow6=?')
-    expect(text).toContain('Denied DNS names (most recent last):\n  evil.test\n  worse.test')
+    // each with the line of a pending approval: the command that grants it
+    const line = (n: string) => `agent-sandbox firewall: ${n} refused: DNS name not allowlisted; waiting for the user's approval: agent-sandbox firewall allow ${n}`
+    expect(text).toContain(`Denied DNS names (most recent last):\n  ${line('evil.test')}\n  ${line('worse.test')}`)
     expect(text).toMatch(/TIME +PROTO +FROM +TO +ALLOWED BY\n +03:15:24\.057260 +tcp +10\.0\.0\.2:44918 +10\.0\.0\.9:22 +-/)
   })
 

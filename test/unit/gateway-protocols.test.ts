@@ -201,7 +201,7 @@ describe('HTTP/2 on an intercepted host', () => {
       const blocked = await h2Get(session, {':path': '/private'})
       expect(blocked.status).toBe(403)
       expect(blocked.headers['x-agent-sandbox']).toBe('blocked')
-      expect(blocked.body).toBe(`agent-sandbox gateway: GET ${API}/private refused: path /private not in httpRules ${API} paths /pub/*\n`)
+      expect(blocked.body).toBe(`agent-sandbox gateway: GET ${API}/private refused: path /private not in httpRules ${API} paths /pub/*; waiting for the user's approval: agent-sandbox firewall allow ${API} --methods GET --paths /private\n`)
       expect(seen.length).toBe(before)
     } finally {
       session.close()

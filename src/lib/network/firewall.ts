@@ -13,9 +13,11 @@ import {quoteArg} from '../util/shell-quote.js'
 import {Labels, Names, type Workspace} from '../workspace.js'
 import {formatRequest, parseRequestLog, REQUEST_LOG, type RequestLogEntry} from './gateway/log.js'
 import {GATEWAY_DEFAULTS, gatewayCommand} from './gateway/ports.js'
+import {allowlistMatch} from './gateway/policy.js'
+import {dnsApprovalLine} from './gateway/approval.js'
 import type {HttpRule} from './gateway/rules.js'
 
-const FIREWALL_STATUS = '/usr/local/bin/firewall-status'
+export const FIREWALL_STATUS = '/usr/local/bin/firewall-status'
 export const FIREWALL_ALLOW = '/usr/local/sbin/firewall-allow'
 /** sandbox-exec's exit code when set-up failed or did not finish. */
 /** sandbox-exec's exit when the sandbox is not ready: nothing ran. */
@@ -201,7 +203,8 @@ export function formatStatus(status: FirewallStatus | {container: string; networ
       .join('  ')}`,
     '',
   )
-  section('Denied DNS names (most recent last):', status.deniedDns)
+  const dnsLine = (name: string) => (allowlistMatch(name.replace(/\.$/, '').toLowerCase(), status.allowlist) ? name : dnsApprovalLine(name.replace(/\.$/, '')))
+  section('Denied DNS names (most recent last):', status.deniedDns.map(dnsLine))
   if (status.gateway === 'down') out.push('Egress gateway: NOT RUNNING: no web traffic leaves (restart it with agent-sandbox start)', '')
   if (status.gateway === 'running') section('Recent requests through the egress gateway (most recent last):', status.requests.map(formatRequest))
   const rows = status.deniedConnections.map((c) => (c.time ? [c.time, c.protocol, c.source, c.destination, c.allowedBy ?? '-'] : ['', '', '', c.line, '']))

@@ -8,6 +8,7 @@
  */
 import http from 'node:http'
 import type {Duplex} from 'node:stream'
+import {refusalReason} from './approval.js'
 import {errCode, filterRaw, headerObject, rawRefusal, refusalText} from './forward.js'
 import {hostOf, judgeHttp1} from './http1-judge.js'
 import type {ExchangeIo} from './login-exchange.js'
@@ -63,7 +64,7 @@ function forward(state: GatewayState, req: http.IncomingMessage, res: http.Serve
   if ('status' in judged) {
     // A refusal of the head itself (400, 431) closes the connection: its framing is not to be trusted.
     const close = judged.status === 400 || judged.status === 431
-    refuse(res, judged.status, allowRule ? `${method} ${host}${path} refused: ${judged.rule}` : `${host || 'request'} refused: ${judged.rule}`, close)
+    refuse(res, judged.status, refusalReason({method, host, path, ...judged}, Boolean(allowRule)), close)
     if (close) closing.add(req.socket)
     state.record({method, host, path, status: judged.status, bytes: 0, decision: 'blocked', rule: judged.rule})
     req.resume()

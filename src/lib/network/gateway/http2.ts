@@ -8,6 +8,7 @@
  * SETTINGS say so, and clients use an HTTP/1.1 upgrade instead.
  */
 import http2 from 'node:http2'
+import {refusalReason} from './approval.js'
 import {errCode, headerObject, HOP_BY_HOP, refusalText} from './forward.js'
 import {decideHttp, normaliseHost, pathOnly, type Verdict} from './policy.js'
 import type {ExchangeIo} from './login-exchange.js'
@@ -59,7 +60,7 @@ function serveStream(state: GatewayState, stream: http2.ServerHttp2Stream, heade
   }
   const judged = verdict.allowed ? state.judge({sni: sni ?? '', method, host, target, headers: pairs}) : {status: verdict.status, rule: verdict.rule}
   if ('status' in judged) {
-    answer(judged.status, verdict.allowed ? `${method} ${host}${path} refused: ${judged.rule}` : `${host || 'request'} refused: ${judged.rule}`)
+    answer(judged.status, refusalReason({method, host, path, ...judged}, verdict.allowed))
     state.record({method, host, path, status: judged.status, bytes: 0, decision: 'blocked', rule: judged.rule})
     stream.resume()
     return

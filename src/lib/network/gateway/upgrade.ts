@@ -12,6 +12,7 @@ import https from 'node:https'
 import httpModule from 'node:http'
 import type {Duplex} from 'node:stream'
 import type tls from 'node:tls'
+import {refusalReason} from './approval.js'
 import {errCode, filterRaw, headerObject, rawRefusal} from './forward.js'
 import {judgeHttp1} from './http1-judge.js'
 import type {GatewayState} from './state.js'
@@ -28,7 +29,7 @@ export function serveUpgrade(state: GatewayState, server: http.Server, req: http
   const method = req.method ?? 'GET'
   const {host, path, judged, allowRule} = judgeHttp1(state, req, {upgrade: true})
   if ('status' in judged) {
-    socket.end(rawRefusal(judged.status, allowRule ? `${method} ${host}${path} refused: ${judged.rule}` : `${host || 'request'} refused: ${judged.rule}`))
+    socket.end(rawRefusal(judged.status, refusalReason({method, host, path, ...judged}, Boolean(allowRule))))
     state.record({method, host, path, status: judged.status, bytes: 0, decision: 'blocked', rule: judged.rule})
     return
   }
