@@ -64,6 +64,7 @@ PODMAN_FILES=(
   test/integration/heal.test.ts
   test/integration/firewall-ports.test.ts
   test/integration/agent-logins.test.ts
+  test/integration/approvals.test.ts
 )
 podman_requested() {
   [ "${AGENT_SANDBOX_TEST_PODMAN:-0}" = 1 ] && [[ " ${suites[*]} " == *" podman "* ]]
