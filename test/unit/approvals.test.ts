@@ -63,4 +63,16 @@ describe('derivePending', () => {
     ])
     expect(pending[1].line).toBe(dnsApprovalLine('b.example'))
   })
+
+  it('leaves out a one-label name tried with a search domain when the name itself was queried or is allowlisted', () => {
+    const dns = ['other.dns.podman', 'other', 'allowed.dns.podman', 'asked.dns.podman', 'lone.dns.podman', 'www.other.example']
+    const pending = derivePending([entry({host: 'asked'})], dns, {allowlist: ['allowed'], rules: [], denied: {}})
+    expect(pending.map((p) => [p.kind, p.host])).toEqual([
+      ['host', 'asked'],
+      ['dns', 'other'],
+      // Nothing else asked for `lone`: the search-domain name is all there is to approve.
+      ['dns', 'lone.dns.podman'],
+      ['dns', 'www.other.example'],
+    ])
+  })
 })

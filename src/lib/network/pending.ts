@@ -72,9 +72,16 @@ export function derivePending(log: RequestLogEntry[], deniedDns: string[], now: 
     return webAllowed(p.host, now.allowlist) && !judgeHttpRules(p.host, p.method ?? '', p.path ?? '', now.rules).allowed
   })
   const inQueue = new Set(out.filter((p) => p.kind === 'host').map((p) => p.host.toLowerCase()))
-  for (const raw of deniedDns) {
-    const name = raw.replace(/\.$/, '').toLowerCase()
-    if (!name || inQueue.has(name) || webAllowed(name, now.allowlist) || now.denied[name]) continue
+  const dnsNames = deniedDns.map((raw) => raw.replace(/\.$/, '').toLowerCase())
+  // A name of one label is tried with the resolver's search domains first (Podman's `dns.podman`):
+  // `name.<search>` stands for `name` itself, which was queried too, allowlisted or refused.
+  const known = new Set([...dnsNames, ...log.map((e) => e.host.toLowerCase())])
+  const searchExpansion = (name: string) => {
+    const label = name.slice(0, Math.max(0, name.indexOf('.')))
+    return label !== '' && (known.has(label) || webAllowed(label, now.allowlist))
+  }
+  for (const name of dnsNames) {
+    if (!name || inQueue.has(name) || webAllowed(name, now.allowlist) || now.denied[name] || searchExpansion(name)) continue
     inQueue.add(name)
     out.push({kind: 'dns', host: name, count: 1, line: dnsApprovalLine(name), command: `agent-sandbox firewall allow ${quoteArg(name)}`})
   }
