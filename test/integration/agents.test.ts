@@ -1,5 +1,5 @@
 /**
- * Issue 7: agent accounts and configuration against the real engine:
+ * Agent accounts and configuration against the real engine:
  * codex-init-config, codex-logout, claude-init-config, the aliases, the git
  * identity, sharedAgentConfig: false, and no token in any output.
  *

@@ -1,5 +1,5 @@
 /**
- * Issue 17, robust DNS: a network connected to a running sandbox makes the
+ * Robust DNS: a network connected to a running sandbox makes the
  * engine rewrite its /etc/resolv.conf (Docker: to its own 127.0.0.11; Podman:
  * the new network's DNS, its gateway, in front). The sandbox must point it back
  * at its own resolver and take the new resolvers as upstreams, so that an

@@ -1,5 +1,5 @@
 /**
- * Issue 4: the egress firewall on the real engine, against containers this file
+ * The egress firewall on the real engine, against containers this file
  * starts itself on networks it creates (never any other address): every way out
  * the issue lists is tried from a sandbox and must fail at once, while the
  * allowlisted host stays reachable throughout; `firewall status`, `firewall

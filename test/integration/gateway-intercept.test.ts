@@ -1,5 +1,5 @@
 /**
- * Issue 17, slice 2: the gateway intercepts hosts that have httpRules, with a
+ * The gateway intercepts hosts that have httpRules, with a
  * per-sandbox CA made on the host, against test sites this file starts itself
  * on a network it creates (never any other address but the npm registry). The
  * sites' certificates come from a test CA that the workspace image trusts, so

@@ -1,5 +1,5 @@
 /**
- * Issue 17, operations: httpRules added live with `firewall allow --methods
+ * Operations: httpRules added live with `firewall allow --methods
  * /--paths` (and saved), doctor's probes of the gateway's refusals (a masked
  * secret's surrogate sent to another host, a blocked method), and the warm
  * paths making anew a gateway that does not serve the sandbox (killed, or left

@@ -1,5 +1,5 @@
 /**
- * Issue 19: containers inside the sandbox. Against the real engine and the
+ * Containers inside the sandbox. Against the real engine and the
  * built CLI: a sandbox started with --nested gives `node` rootless Podman
  * (`docker`, DOCKER_HOST) with no capabilities and no sudo; `docker run` and
  * `docker build` of a workspace Dockerfile work on images made in the sandbox

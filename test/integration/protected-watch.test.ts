@@ -1,5 +1,5 @@
 /**
- * Issue 15, part 4: the host detaches a protected mount (a rename over the
+ * The host detaches a protected mount (a rename over the
  * mount point, or the mounted directory removed), and mount-watch stops the
  * agent. For each host action, done as the workspace owner: the agent's
  * long-running process dies, sandbox-exec refuses, doctor names the mount, and

@@ -1,5 +1,5 @@
 /**
- * Issue 8: one-shot runs, resource limits, secrets by reference, and the
+ * One-shot runs, resource limits, secrets by reference, and the
  * SandboxManager API, on the real engine.
  */
 import {execa} from 'execa'

@@ -1,4 +1,4 @@
-/** Issue 17, slices 2 and 3, pure parts: httpRules decisions and merging, the per-sandbox CA and its leaf certificates, masked secrets. */
+/** The gateway's pure parts: httpRules decisions and merging, the per-sandbox CA and its leaf certificates, masked secrets. */
 import {execFileSync} from 'node:child_process'
 import {createPrivateKey, X509Certificate} from 'node:crypto'
 import {once} from 'node:events'

@@ -1,5 +1,5 @@
 /**
- * Issue 17: the gateway's protocols on intercepted hosts, with the real server
+ * The gateway's protocols on intercepted hosts, with the real server
  * (serveGateway) on loopback: HTTP/2 from the client (ALPN h2) forwarded to an
  * HTTP/1.1 site, and WebSocket upgrades. A stand-in resolver answers 127.0.0.1
  * for every name; the site's certificate comes from a CA of its own, which the

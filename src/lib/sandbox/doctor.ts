@@ -297,7 +297,7 @@ async function checkGatewayProbes(ctx: Context, sandbox: RunningSandbox, status:
   ]
 }
 
-/** Issue 20: the hook frameworks' configuration found at creation is read-only for the agent (a real access(W_OK) as the agent). */
+/** The hook frameworks' configuration found at creation is read-only for the agent (a real access(W_OK) as the agent). */
 async function checkHookConfig(ctx: Context, sandbox: RunningSandbox, root: string): Promise<DoctorCheck> {
   const found = parseHookConfigLabel(sandbox.labels?.[Labels.hookConfig])
   if (!found) return {name: 'hook-config', status: 'skip', detail: 'no hook framework detected at creation (or protectHookConfig is false)'}
