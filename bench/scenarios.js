@@ -4,7 +4,7 @@
  * runtime operation it wraps (B). Both arms are whole processes; `before` and
  * `after` hooks run untimed around every measured run.
  */
-import {mkdirSync, writeFileSync} from 'node:fs'
+import {mkdirSync, rmSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {chownSync} from 'node:fs'
 import {BASE_TAG, BENCH_LABEL, OWNER, REPO, cliArgv, cliSync, copyRepo, docker, makeGitWorkspace, sh} from './lib/fixtures.js'
@@ -166,6 +166,8 @@ function gatewayTeardown(ctx) {
   if (name) rmSandbox(name)
   rmForce(`asb-bench-${ctx.id}-site`)
   sh('docker', ['network', 'rm', `asb-bench-${ctx.id}-gwnet`], {allowFailure: true})
+  // The next row with this set-up makes its workspace again.
+  if (ctx.extra.gwWs) rmSync(extra(ctx, 'gwWs'), {recursive: true, force: true})
 }
 
 const extra = (ctx, key) => String(ctx.extra[key])
