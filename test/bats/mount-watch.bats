@@ -386,6 +386,9 @@ settled() {
 @test "events: a watched inode gone (DELETE_SELF, MOVE_SELF, IGNORED) starts inotifywait again; other events do not" {
   events_setup
   settled
+  # The watcher starts inotifywait after findmnt: on a loaded machine, after settled's pause.
+  wait_for "$TEST_TMP/inotifywait.pid"
+  for ((i = 0; i < 1000; i++)); do grep -q '^inotifywait ' "$STUB_LOG" && break; sleep 0.01; done
   first="$(cat "$TEST_TMP/inotifywait.pid")"
   echo ATTRIB >> "$TEST_TMP/ino-events"
   echo CREATE,ISDIR >> "$TEST_TMP/ino-events"

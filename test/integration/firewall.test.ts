@@ -327,7 +327,9 @@ describe('a firewalled sandbox on a user-defined network', () => {
     expect(text.exitCode).toBe(0)
     expect(text.stdout).toContain('Rules in force (IPv4):')
     expect(text.stdout).toContain(`  ${allowed}`)
-    expect(text.stdout).toMatch(new RegExp(`Denied DNS names \\(most recent last\\):\\n(  .*\\n)*  ${probe.replaceAll('.', '\\.')}`))
+    // A denied name is one approval line, with the command that grants it.
+    const q = probe.replaceAll('.', '\\.')
+    expect(text.stdout).toMatch(new RegExp(`Denied DNS names \\(most recent last\\):\\n(  .*\\n)*  agent-sandbox firewall: ${q} refused: DNS name not allowlisted; waiting for the user's approval: agent-sandbox firewall allow ${q}\\n`))
     expect(text.stdout).toMatch(new RegExp(`tcp +\\S+ +${ip.blocked.replaceAll('.', '\\.')}:22`))
   })
 
