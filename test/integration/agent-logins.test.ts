@@ -5,7 +5,9 @@
  * trusts) plays the token endpoints and the APIs, and records what it gets.
  * Credentials are imported masked; the agents refresh (their tokens are
  * expired) and call the API through the gateway. Then the real tokens must be
- * at the stand-in, in the host's store, and nowhere in the sandbox.
+ * at the stand-in, in the host's store, and nowhere in the sandbox. Last, each
+ * agent signs in anew inside the sandbox (its browser flow, driven by
+ * fixtures/browser-login.mjs), and ends with surrogates there too.
  */
 import {createHash, randomBytes} from 'node:crypto'
 import {execFileSync} from 'node:child_process'
@@ -38,13 +40,28 @@ const REAL = {
   codexNewId: jwt({...CODEX_CLAIMS, exp: 4_000_000_000}),
   codexNewAccess: jwt({...CODEX_CLAIMS, exp: 4_000_000_000}),
   codexNewRefresh: tok('rt_'),
+  // What the token endpoints answer to a sign-in (grant_type=authorization_code), and Codex's API key exchange after it.
+  claudeLoginAccess: tok('sk-ant-oat01-'),
+  claudeLoginRefresh: tok('sk-ant-ort01-'),
+  codexLoginId: jwt({...CODEX_CLAIMS, email: 'signed-in@example.invalid', exp: 4_000_000_000}),
+  codexLoginAccess: jwt({...CODEX_CLAIMS, email: 'signed-in@example.invalid', exp: 4_000_000_000}),
+  codexLoginRefresh: tok('rt_'),
+  codexLoginApiKey: tok('sk-proj-'),
 }
 const ALL_REAL = Object.values(REAL)
 const sha = (v: string) => createHash('sha256').update(v).digest('hex')
+/** The authorization codes the "browser" brings back from the sign-in page. */
+const CODE = {claude: `loginsit-claude-${randomBytes(8).toString('hex')}`, codex: `loginsit-codex-${randomBytes(8).toString('hex')}`}
+const BROWSER_LOGIN = readFileSync(join(REPO, 'test', 'integration', 'fixtures', 'browser-login.mjs'), 'utf8')
 
-/** The stand-in vendor: records every request (and upgrade) to /tmp/seen.jsonl; the token endpoints answer with /answers.json. */
+/**
+ * The stand-in vendor: records every request (and upgrade) to /tmp/seen.jsonl;
+ * the token endpoints answer with /answers.json, by grant type (a refresh, a
+ * sign-in's code, Codex's exchange of its id token for an API key).
+ */
 const VENDOR = `const https = require('https'), fs = require('fs');
 const answers = JSON.parse(fs.readFileSync('/answers.json', 'utf8'));
+const grant = (body) => { try { return JSON.parse(body).grant_type } catch { return new URLSearchParams(body).get('grant_type') } };
 const note = (q, body) => fs.appendFileSync('/tmp/seen.jsonl', JSON.stringify({host: q.headers.host, method: q.method, url: q.url, auth: q.headers.authorization || q.headers['x-api-key'] || '', body}) + '\\n');
 const json = (r, status, o) => { const b = JSON.stringify(o); r.writeHead(status, {'content-type': 'application/json', 'content-length': Buffer.byteLength(b)}); r.end(b) };
 const server = https.createServer({cert: process.env.CERT, key: process.env.KEY}, (q, r) => {
@@ -52,8 +69,11 @@ const server = https.createServer({cert: process.env.CERT, key: process.env.KEY}
   q.on('end', () => {
     note(q, body);
     const host = String(q.headers.host || '').split(':')[0];
-    if (q.method === 'POST' && host === 'platform.claude.com' && q.url.startsWith('/v1/oauth/token')) return json(r, 200, answers.claude);
-    if (q.method === 'POST' && host === 'auth.openai.com' && q.url.startsWith('/oauth/token')) return json(r, 200, answers.codex);
+    if (q.method === 'POST' && host === 'platform.claude.com' && q.url.startsWith('/v1/oauth/token')) return json(r, 200, grant(body) === 'authorization_code' ? answers.claudeLogin : answers.claude);
+    if (q.method === 'POST' && host === 'auth.openai.com' && q.url.startsWith('/oauth/token')) {
+      const g = grant(body);
+      return json(r, 200, g === 'authorization_code' ? answers.codexLogin : g === 'urn:ietf:params:oauth:grant-type:token-exchange' ? answers.codexApiKey : answers.codex);
+    }
     json(r, 503, {type: 'error', error: {type: 'overloaded_error', message: 'stand-in vendor'}});
   });
 });
@@ -75,6 +95,35 @@ async function seen(): Promise<Array<{host: string; method: string; url: string;
   return r.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l))
 }
 
+/** The logins in the host's stores of the workspace's two config volumes. */
+async function storedLogins(): Promise<Array<{name: string; value: string; surrogate: string}>> {
+  const volumes = must(await as('volume', ws), 'volume').stdout.trim().split('\n')
+  return volumes.flatMap((v) => (JSON.parse(readFileSync(join(TEST_STATE_HOME, 'agent-sandbox', 'logins', `${v}.json`), 'utf8')) as {logins: Array<{name: string; value: string; surrogate: string}>}).logins)
+}
+
+/** An agent's browser sign-in inside the sandbox (fixtures/browser-login.mjs), the "browser" bringing `code` back. */
+async function browserLogin(code: string, ...command: string[]): Promise<{authorize: string; callback: string; exit: number | null; output: string}> {
+  const r = must(await as('exec', ws, '--', 'node', '--input-type=module', '-e', BROWSER_LOGIN, code, ...command), `${command.join(' ')} in the sandbox`)
+  return JSON.parse(r.stdout)
+}
+
+/** Which of these real values the sandbox holds anywhere (files, environments, command lines; as root): none, or their names. */
+async function realValuesInside(values: Record<string, string>): Promise<string[]> {
+  const script = readFileSync(join(REPO, 'base-image', 'credential-hashes.js'), 'utf8')
+  const hashes = new Set(must(await docker('exec', '-u', 'root', sandbox, 'node', '-e', script), 'hashing').stdout.split('\n'))
+  expect(hashes.size).toBeGreaterThan(10)
+  return Object.entries(values).filter(([, v]) => hashes.has(sha(v))).map(([k]) => k)
+}
+
+/** A surrogate of `real`: the same length and `prefix` (a token's, or a JWT's header and claims), and not the value. */
+function expectSurrogateOf(held: string, real: string, prefix: string, what: string): void {
+  expect(real.startsWith(prefix), what).toBe(true)
+  expect(held.startsWith(prefix), what).toBe(true)
+  expect(held, what).toHaveLength(real.length)
+  expect(held, what).not.toBe(real)
+}
+const jwtPrefix = (token: string) => token.slice(0, token.lastIndexOf('.') + 1)
+
 afterAll(() => removeTestSites(LABEL, network, workspaces, certDir))
 
 beforeAll(async () => {
@@ -92,6 +141,10 @@ beforeAll(async () => {
     JSON.stringify({
       claude: {token_type: 'Bearer', access_token: REAL.claudeNewAccess, refresh_token: REAL.claudeNewRefresh, expires_in: 28800, scope: 'user:inference user:profile'},
       codex: {id_token: REAL.codexNewId, access_token: REAL.codexNewAccess, refresh_token: REAL.codexNewRefresh},
+      claudeLogin: {token_type: 'Bearer', access_token: REAL.claudeLoginAccess, refresh_token: REAL.claudeLoginRefresh, expires_in: 28800, scope: 'user:inference user:profile',
+        account: {uuid: '6f1c2a9e-3d4b-4c5a-9e8f-0a1b2c3d4e5f', email_address: 'signed-in@example.invalid'}, organization: {uuid: '0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d', name: 'loginsit'}},
+      codexLogin: {id_token: REAL.codexLoginId, access_token: REAL.codexLoginAccess, refresh_token: REAL.codexLoginRefresh},
+      codexApiKey: {access_token: REAL.codexLoginApiKey},
     }),
   )
   const aliases = [...VENDOR_NAMES, OTHER].flatMap((n) => ['--network-alias', n])
@@ -190,5 +243,58 @@ describe('agent logins through the gateway, with the real agents', () => {
     await as('exec', ws, '--', 'bash', '-c', 'timeout 90 claude -p hi </dev/null >/dev/null 2>&1; true')
     const after = (await seen()).slice(before)
     expect(after.some((s) => s.host === 'api.anthropic.com' && s.auth === `Bearer ${REAL.claudeNewAccess}`)).toBe(true)
+  })
+
+  it('a codex sign-in inside the sandbox ends with surrogates inside; the real tokens reach the vendor and, at stop, the host store', async () => {
+    const before = (await seen()).length
+    const login = await browserLogin(CODE.codex, 'codex', 'login')
+    expect(login, login.output).toMatchObject({authorize: 'https://auth.openai.com/oauth/authorize', callback: '302 200', exit: 0})
+    // The code went to the token endpoint; then codex exchanged the new id token (the real one, put in by the gateway) for an API key.
+    const exchanges = (await seen()).slice(before).filter((s) => s.host === 'auth.openai.com' && s.url.startsWith('/oauth/token')).map((s) => new URLSearchParams(s.body))
+    expect(exchanges.map((f) => f.get('grant_type'))).toEqual(['authorization_code', 'urn:ietf:params:oauth:grant-type:token-exchange'])
+    expect(exchanges[0].get('code')).toBe(CODE.codex)
+    expect(exchanges[1].get('subject_token')).toBe(REAL.codexLoginId)
+    // What codex wrote: surrogates of the sign-in's tokens and of the API key.
+    const auth = JSON.parse(must(await as('exec', ws, '--', 'cat', '/home/node/.codex/auth.json'), 'reading auth.json').stdout) as {OPENAI_API_KEY: string; tokens: {id_token: string; access_token: string; refresh_token: string}}
+    const held = {codexLoginId: auth.tokens.id_token, codexLoginAccess: auth.tokens.access_token, codexLoginRefresh: auth.tokens.refresh_token, codexLoginApiKey: auth.OPENAI_API_KEY}
+    expectSurrogateOf(held.codexLoginId, REAL.codexLoginId, jwtPrefix(REAL.codexLoginId), 'id_token')
+    expectSurrogateOf(held.codexLoginAccess, REAL.codexLoginAccess, jwtPrefix(REAL.codexLoginAccess), 'access_token')
+    expectSurrogateOf(held.codexLoginRefresh, REAL.codexLoginRefresh, 'rt_', 'refresh_token')
+    expectSurrogateOf(held.codexLoginApiKey, REAL.codexLoginApiKey, 'sk-proj-', 'OPENAI_API_KEY')
+    const signIn = {codexLoginId: REAL.codexLoginId, codexLoginAccess: REAL.codexLoginAccess, codexLoginRefresh: REAL.codexLoginRefresh, codexLoginApiKey: REAL.codexLoginApiKey}
+    expect(await realValuesInside(signIn)).toEqual([])
+    // The next call of codex reaches the vendor with the real access token of the sign-in.
+    const signedIn = (await seen()).length
+    await as('exec', ws, '--', 'bash', '-c', 'cd /tmp && timeout 90 codex exec --skip-git-repo-check hi </dev/null >/dev/null 2>&1; true')
+    const calls = (await seen()).slice(signedIn)
+    expect(calls.some((s) => s.host === 'chatgpt.com' && s.auth === `Bearer ${REAL.codexLoginAccess}`), JSON.stringify(calls.map((s) => `${s.method} ${s.host}${s.url}`))).toBe(true)
+    // stop brings them to the host's store, each with the surrogate codex holds.
+    must(await as('stop', ws), 'stop')
+    const stored = await storedLogins()
+    for (const [field, value] of Object.entries(signIn)) expect(stored.find((l) => l.value === value)?.surrogate, field).toBe(held[field as keyof typeof held])
+    must(await as('start', ws), 'start again')
+  })
+
+  it('a claude sign-in inside the sandbox ends with surrogates inside; the real tokens reach the vendor and, at stop, the host store', async () => {
+    const before = (await seen()).length
+    const login = await browserLogin(CODE.claude, 'claude', 'auth', 'login')
+    expect(login, login.output).toMatchObject({authorize: 'https://claude.com/cai/oauth/authorize', callback: '302', exit: 0})
+    // (Holding an expired login, as when this case runs alone, claude refreshes it first.)
+    const exchanges = (await seen()).slice(before).filter((s) => s.host === 'platform.claude.com' && s.url.startsWith('/v1/oauth/token')).map((s) => JSON.parse(s.body) as Record<string, string>)
+    expect(exchanges.filter((e) => e.grant_type === 'authorization_code')).toEqual([expect.objectContaining({code: CODE.claude})])
+    const creds = JSON.parse(must(await as('exec', ws, '--', 'cat', '/home/node/.claude/.credentials.json'), 'reading .credentials.json').stdout) as {claudeAiOauth: {accessToken: string; refreshToken: string}}
+    const held = {claudeLoginAccess: creds.claudeAiOauth.accessToken, claudeLoginRefresh: creds.claudeAiOauth.refreshToken}
+    expectSurrogateOf(held.claudeLoginAccess, REAL.claudeLoginAccess, 'sk-ant-oat01-', 'accessToken')
+    expectSurrogateOf(held.claudeLoginRefresh, REAL.claudeLoginRefresh, 'sk-ant-ort01-', 'refreshToken')
+    const signIn = {claudeLoginAccess: REAL.claudeLoginAccess, claudeLoginRefresh: REAL.claudeLoginRefresh}
+    expect(await realValuesInside(signIn)).toEqual([])
+    const signedIn = (await seen()).length
+    await as('exec', ws, '--', 'bash', '-c', 'timeout 90 claude -p hi </dev/null >/dev/null 2>&1; true')
+    const calls = (await seen()).slice(signedIn)
+    expect(calls.some((s) => s.host === 'api.anthropic.com' && s.auth === `Bearer ${REAL.claudeLoginAccess}`), JSON.stringify(calls.map((s) => `${s.method} ${s.host}${s.url}`))).toBe(true)
+    must(await as('stop', ws), 'stop')
+    const stored = await storedLogins()
+    for (const [field, value] of Object.entries(signIn)) expect(stored.find((l) => l.value === value)?.surrogate, field).toBe(held[field as keyof typeof held])
+    must(await as('start', ws), 'start again')
   })
 })
