@@ -5,6 +5,7 @@
  * and closed from the sandbox, beside its legitimate twin: an allowlisted name
  * over TCP, a declared `name:PORT`, a declared `name:PORT/udp`, git to a
  * declared host, and the user reaching a published port from the host.
+ * A peer's spoofed ICMP redirect reroutes the control and not the sandbox.
  * `doctor` passes, and fails once a rule opens one of them again.
  */
 import {randomBytes} from 'node:crypto'
@@ -30,11 +31,42 @@ d.send('ping', Number(port), host, (e) => { if (e) { console.log('send ' + e.cod
 setTimeout(() => { console.log('no reply'); process.exit(4) }, 3000);`
 const TCP = 'exec 3<> "/dev/tcp/$0/$1" && echo connected'
 const VSOCK = 'socket(my $s, 40, 1, 0) and print "opened\\n" and exit 0; print "refused: $!\\n"; exit 1'
+/**
+ * `python3 -c REDIRECT GATEWAY VICTIM NEW_GATEWAY DESTINATION SPORT DPORT COUNT`:
+ * COUNT ICMP host redirects (type 5, code 1) that claim to come from GATEWAY,
+ * telling VICTIM to reach DESTINATION via NEW_GATEWAY, about VICTIM's UDP
+ * datagram SPORT -> DESTINATION:DPORT.
+ */
+const REDIRECT = `import socket, struct, sys, time
+gw, victim, new_gw, dst = sys.argv[1:5]
+sport, dport, count = (int(a) for a in sys.argv[5:8])
+def csum(b):
+    s = sum(struct.unpack('!%dH' % (len(b) // 2), b))
+    s = (s >> 16) + (s & 0xffff)
+    return ~(s + (s >> 16)) & 0xffff
+def ip(src, dst, proto, length):
+    h = struct.pack('!BBHHHBBH4s4s', 0x45, 0, 20 + length, 0, 0, 64, proto, 0, socket.inet_aton(src), socket.inet_aton(dst))
+    return h[:10] + struct.pack('!H', csum(h)) + h[12:]
+inner = ip(victim, dst, 17, 12) + struct.pack('!HHHH', sport, dport, 12, 0)
+icmp = struct.pack('!BBH4s', 5, 1, 0, socket.inet_aton(new_gw)) + inner
+icmp = icmp[:2] + struct.pack('!H', csum(icmp)) + icmp[4:]
+s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+for _ in range(count):
+    s.sendto(ip(gw, victim, 1, len(icmp)) + icmp, (victim, 0))
+    time.sleep(0.2)`
+/** `python3 -c DATAGRAMS DESTINATION DPORT SPORT`: a UDP datagram from SPORT every half second, for a few minutes. */
+const DATAGRAMS = `import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(('0.0.0.0', int(sys.argv[3])))
+for _ in range(600):
+    s.sendto(b'ping', (sys.argv[1], int(sys.argv[2])))
+    time.sleep(0.5)`
 /** A server on port 3000 that answers "served". */
 const LISTEN = "require('http').createServer((q, r) => r.end('served')).listen(3000, '0.0.0.0')"
 
 const workspaces: string[] = []
 let netName = ''
+let farNet = ''
 
 function must(r: Result, what: string): Result {
   if (r.exitCode !== 0) throw new Error(`${what} failed (${r.exitCode}): ${r.stderr || r.stdout}`)
@@ -55,12 +87,47 @@ function control(...args: string[]): Promise<Result> {
   return docker('run', '--rm', '--label', LABEL, '--network', netName, '--entrypoint', args[0], BASE_IMAGE, ...args.slice(1))
 }
 
+async function gatewayOf(net: string): Promise<string> {
+  return must(await docker('network', 'inspect', '-f', '{{(index .IPAM.Config 0).Gateway}}', net), 'network inspect').stdout.trim()
+}
+
+async function addressOf(container: string): Promise<string> {
+  return must(await docker('inspect', '-f', `{{(index .NetworkSettings.Networks "${netName}").IPAddress}}`, container), 'inspect').stdout.trim()
+}
+
+/**
+ * Containers inherit the host's net.ipv4.conf.all.accept_redirects, 0 wherever
+ * forwarding is on (as on every engine host), so the kernel ignores redirects
+ * already. A helper in the container's network namespace turns it on, so that
+ * only a firewall rule stands between. /proc/sys is read-only in containers:
+ * Docker unmasks it with systempaths=unconfined, Podman with unmask=ALL.
+ */
+async function acceptRedirects(container: string): Promise<void> {
+  const unmask = process.env.AGENT_SANDBOX_ENGINE === 'podman' ? 'unmask=ALL' : 'systempaths=unconfined'
+  must(await docker('run', '--rm', '--label', LABEL, '--network', `container:${container}`, '--user', 'root', '--cap-add', 'NET_ADMIN', '--security-opt', unmask, '--entrypoint', 'sysctl', BASE_IMAGE, '-w', 'net.ipv4.conf.all.accept_redirects=1'), 'accept_redirects')
+}
+
+/** Packets counted by the sandbox's INPUT rule that drops ICMP redirects. */
+async function redirectsDropped(container: string): Promise<number> {
+  const table = must(await docker('exec', '-u', 'root', container, 'iptables', '-L', 'INPUT', '-v', '-x', '-n'), 'iptables -L').stdout
+  const line = table.split('\n').find((l) => /\bDROP\b.*icmptype 5\b/.test(l))
+  if (!line) throw new Error(`no redirect DROP rule in INPUT:\n${table}`)
+  return Number(line.trim().split(/\s+/)[0])
+}
+
+/** ICMP redirects the kernel itself received (InRedirects in /proc/net/snmp). */
+async function redirectsSeen(container: string): Promise<number> {
+  const snmp = must(await docker('exec', container, 'cat', '/proc/net/snmp'), 'snmp').stdout.split('\n').filter((l) => l.startsWith('Icmp:'))
+  const names = snmp[0].split(/\s+/)
+  return Number(snmp[1].split(/\s+/)[names.indexOf('InRedirects')])
+}
+
 afterAll(async () => {
   for (const path of workspaces) await cleanupUnder(dirname(path))
   const mine = await docker('ps', '-aq', '--filter', `label=${LABEL}`)
   const ids = mine.stdout.split('\n').filter(Boolean)
   if (ids.length) await docker('rm', '-f', ...ids)
-  if (netName) await docker('network', 'rm', netName)
+  for (const net of [netName, farNet]) if (net) await docker('network', 'rm', net)
   for (const path of workspaces) removeWorkspace(path)
 })
 
@@ -162,6 +229,62 @@ describe('ways out by name and port', () => {
     expect(ctl.stdout.trim()).toBe('opened')
     const r = await sbx(ws, 'perl', '-e', VSOCK)
     expect(r.stdout.trim()).toBe('refused: Operation not permitted')
+  })
+
+  it("a peer's spoofed ICMP redirect reroutes a plain container; the sandbox's rule drops it, and only that rule", async () => {
+    // The route to be redirected must have a gateway, so the destination is off-link: the host's own address on
+    // another network of ours, reached via this network's gateway. A flow the host accepts (and tracks) matters on
+    // rootful Podman, whose bridge firewall forwards the spoofed packet only as related to a tracked flow; a
+    // container on the other network would be cut off by the engines' network isolation. Nothing listens there.
+    // Podman brings a network's bridge (and so that address) up with its first container: without one, the
+    // address is not the host's and the datagrams would leave by the host's default route.
+    farNet = name('far')
+    must(await docker('network', 'create', '--label', LABEL, farNet), 'network create')
+    must(await docker('run', '-d', '--name', name('far'), '--label', LABEL, '--network', farNet, '--entrypoint', 'sleep', BASE_IMAGE, 'infinity'), 'starting a container on the far network')
+    const dst = await gatewayOf(farNet)
+    const gw = await gatewayOf(netName)
+    const router = name('router')
+    must(await docker('run', '-d', '--name', router, '--label', LABEL, '--network', netName, '--cap-add', 'NET_RAW', '--user', 'root', '--entrypoint', 'sleep', BASE_IMAGE, 'infinity'), 'starting the router')
+    const routerIp = await addressOf(router)
+    const redirect = async (victimIp: string, count: number) => {
+      must(await docker('exec', router, 'python3', '-c', REDIRECT, gw, victimIp, routerIp, dst, '40000', '5353', String(count)), 'sending redirects')
+    }
+    const route = async (c: string) => must(await docker('exec', c, 'ip', 'route', 'get', dst), 'ip route get').stdout
+    const rerouted = (r: string) => r.includes(`via ${routerIp} `)
+
+    // control: a plain container sending datagrams to the destination takes the redirect
+    const ctl = name('victim')
+    must(await docker('run', '-d', '--name', ctl, '--label', LABEL, '--network', netName, '--entrypoint', 'python3', BASE_IMAGE, '-c', DATAGRAMS, dst, '5353', '40000'), 'starting the control')
+    await acceptRedirects(ctl)
+    expect(await route(ctl)).toContain(`via ${gw} `)
+    const ctlIp = await addressOf(ctl)
+    await until('the control rerouted via the peer', async () => { await redirect(ctlIp, 3); return route(ctl) }, rerouted)
+
+    // the sandbox, in the same state: the same flow (its address in a declared port's set, as dnsmasq adds one)
+    await acceptRedirects(container)
+    must(await docker('exec', '-u', 'root', container, 'ipset', 'add', 'agent-sandbox-udp5353-4', dst), 'ipset add')
+    const pid = must(await sbx(ws, 'bash', '-c', 'nohup python3 -c "$0" "$1" 5353 40000 > /dev/null 2>&1 & echo $!', DATAGRAMS, dst), 'datagrams from the sandbox').stdout.trim()
+    const rules = must(await docker('exec', '-u', 'root', container, 'iptables', '-S', 'INPUT'), 'iptables -S').stdout
+    try {
+      await until('the flow tracked in the sandbox', async () => must(await docker('exec', '-u', 'root', container, 'cat', '/proc/net/nf_conntrack'), 'conntrack').stdout, (t) => t.includes(`dst=${dst} sport=40000 dport=5353`))
+      const dropped = await redirectsDropped(container)
+      const seen = await redirectsSeen(container)
+      await redirect(sandboxIp, 5)
+      await until('the redirects counted by the DROP rule', () => redirectsDropped(container), (n) => n >= dropped + 5)
+      expect(await redirectsDropped(container)).toBe(dropped + 5)
+      expect(await redirectsSeen(container)).toBe(seen)
+      expect(await route(container)).toContain(`via ${gw} `)
+      // without the rule, the redirect is related to the flow and taken: the rule is what holds
+      must(await docker('exec', '-u', 'root', container, 'iptables', '-D', 'INPUT', '-p', 'icmp', '-m', 'icmp', '--icmp-type', 'redirect', '-j', 'DROP'), 'removing the rule')
+      await until('the sandbox rerouted once the rule is gone', async () => { await redirect(sandboxIp, 3); return route(container) }, rerouted)
+    } finally {
+      if ((await docker('exec', '-u', 'root', container, 'iptables', '-C', 'INPUT', '-p', 'icmp', '-m', 'icmp', '--icmp-type', 'redirect', '-j', 'DROP')).exitCode !== 0) {
+        must(await docker('exec', '-u', 'root', container, 'iptables', '-I', 'INPUT', '2', '-p', 'icmp', '-m', 'icmp', '--icmp-type', 'redirect', '-j', 'DROP'), 'restoring the rule')
+      }
+      await docker('exec', '-u', 'root', container, 'kill', pid)
+      await docker('exec', '-u', 'root', container, 'ipset', 'del', 'agent-sandbox-udp5353-4', dst)
+    }
+    expect(must(await docker('exec', '-u', 'root', container, 'iptables', '-S', 'INPUT'), 'iptables -S').stdout).toBe(rules)
   })
 
   it('doctor passes, and fails once UDP or inbound is opened again', async () => {
