@@ -5,14 +5,15 @@
  * and closed from the sandbox, beside its legitimate twin: an allowlisted name
  * over TCP, a declared `name:PORT`, a declared `name:PORT/udp`, git to a
  * declared host, and the user reaching a published port from the host.
- * A peer's spoofed ICMP redirect reroutes the control and not the sandbox.
+ * A peer's spoofed ICMP redirect, and on an IPv6 network its router
+ * advertisement, reroute the control and not the sandbox.
  * `doctor` passes, and fails once a rule opens one of them again.
  */
-import {randomBytes} from 'node:crypto'
+import {randomBytes, randomInt} from 'node:crypto'
 import {writeFileSync} from 'node:fs'
 import {dirname, join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
-import {BASE_IMAGE, cleanupUnder, cli, docker, freePort, initWorkspace, makeWorkspace, removeWorkspace, run, type Result, sbx, trustWorkspace} from './helpers.js'
+import {BASE_IMAGE, cleanupUnder, cli, configuredWorkspace, docker, freePort, initWorkspace, makeWorkspace, removeWorkspace, run, type Result, sbx, trustWorkspace} from './helpers.js'
 
 const RUN = `${(process.env.AGENT_SANDBOX_IT_ID ?? 'main').toLowerCase().replace(/[^a-z0-9]+/g, '-')}-${randomBytes(3).toString('hex')}`
 const LABEL = `dev.agent-sandbox.fwports=${RUN}`
@@ -61,12 +62,27 @@ s.bind(('0.0.0.0', int(sys.argv[3])))
 for _ in range(600):
     s.sendto(b'ping', (sys.argv[1], int(sys.argv[2])))
     time.sleep(0.5)`
+/**
+ * `python3 -c ADVERTISE TARGET COUNT`: COUNT router advertisements (ICMPv6 type
+ * 134, hop limit 255, router lifetime 1800 s, no options) to TARGET, a
+ * link-local address on eth0, so from this container's own link-local address.
+ * The kernel fills in the checksum of a raw ICMPv6 socket.
+ */
+const ADVERTISE = `import socket, struct, sys, time
+target, count = sys.argv[1], int(sys.argv[2])
+s = socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_ICMPV6)
+s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_UNICAST_HOPS, 255)
+ra = struct.pack('!BBHBBHII', 134, 0, 0, 0, 0, 1800, 0, 0)
+for _ in range(count):
+    s.sendto(ra, (target, 0, 0, socket.if_nametoindex('eth0')))
+    time.sleep(0.2)`
 /** A server on port 3000 that answers "served". */
 const LISTEN = "require('http').createServer((q, r) => r.end('served')).listen(3000, '0.0.0.0')"
 
 const workspaces: string[] = []
 let netName = ''
 let farNet = ''
+let net6 = ''
 
 function must(r: Result, what: string): Result {
   if (r.exitCode !== 0) throw new Error(`${what} failed (${r.exitCode}): ${r.stderr || r.stdout}`)
@@ -107,12 +123,27 @@ async function acceptRedirects(container: string): Promise<void> {
   must(await docker('run', '--rm', '--label', LABEL, '--network', `container:${container}`, '--user', 'root', '--cap-add', 'NET_ADMIN', '--security-opt', unmask, '--entrypoint', 'sysctl', BASE_IMAGE, '-w', 'net.ipv4.conf.all.accept_redirects=1'), 'accept_redirects')
 }
 
-/** Packets counted by the sandbox's INPUT rule that drops ICMP redirects. */
-async function redirectsDropped(container: string): Promise<number> {
-  const table = must(await docker('exec', '-u', 'root', container, 'iptables', '-L', 'INPUT', '-v', '-x', '-n'), 'iptables -L').stdout
-  const line = table.split('\n').find((l) => /\bDROP\b.*icmptype 5\b/.test(l))
-  if (!line) throw new Error(`no redirect DROP rule in INPUT:\n${table}`)
+/** Packets counted by the first rule of the sandbox's INPUT chain (`iptables` or `ip6tables`) whose listing matches. */
+async function inputPackets(container: string, tool: 'iptables' | 'ip6tables', rule: RegExp): Promise<number> {
+  const table = must(await docker('exec', '-u', 'root', container, tool, '-L', 'INPUT', '-v', '-x', '-n'), `${tool} -L`).stdout
+  const line = table.split('\n').find((l) => rule.test(l))
+  if (!line) throw new Error(`no rule matching ${rule} in INPUT:\n${table}`)
   return Number(line.trim().split(/\s+/)[0])
+}
+
+/** Packets counted by the sandbox's INPUT rule that drops ICMP redirects. */
+function redirectsDropped(container: string): Promise<number> {
+  return inputPackets(container, 'iptables', /\bDROP\b.*\bicmptype 5\b/)
+}
+
+/** A container's link-local address on eth0, once duplicate address detection is done with it. */
+async function linkLocal(container: string): Promise<string> {
+  const out = await until(
+    `a usable link-local address in ${container}`,
+    async () => must(await docker('exec', container, 'ip', '-6', '-o', 'addr', 'show', 'dev', 'eth0', 'scope', 'link'), 'ip addr').stdout,
+    (o) => /inet6 fe80:/.test(o) && !/tentative/.test(o),
+  )
+  return (/inet6 (fe80:[0-9a-f:]+)\//.exec(out) as RegExpExecArray)[1]
 }
 
 /** ICMP redirects the kernel itself received (InRedirects in /proc/net/snmp). */
@@ -127,7 +158,7 @@ afterAll(async () => {
   const mine = await docker('ps', '-aq', '--filter', `label=${LABEL}`)
   const ids = mine.stdout.split('\n').filter(Boolean)
   if (ids.length) await docker('rm', '-f', ...ids)
-  for (const net of [netName, farNet]) if (net) await docker('network', 'rm', net)
+  for (const net of [netName, farNet, net6]) if (net) await docker('network', 'rm', net)
   for (const path of workspaces) removeWorkspace(path)
 })
 
@@ -302,5 +333,75 @@ describe('ways out by name and port', () => {
     const udp = JSON.parse((await cli(['doctor', ws, '--json'])).stdout)
     expect(udp.checks.find((c: any) => c.name === 'rules-ipv4')).toMatchObject({status: 'fail', detail: expect.stringContaining('unexpected rule')})
     must(await docker('exec', '-u', 'root', container, 'iptables', '-D', 'OUTPUT', '-p', 'udp', '-m', 'set', '--match-set', 'agent-sandbox-allow4', 'dst', '-j', 'ACCEPT'), 'closing UDP')
+  })
+})
+
+describe('router advertisements from a peer on an IPv6 network', () => {
+  const router = name('router6')
+  const ctl = name('control6')
+  let ws = ''
+  let container = ''
+  let routerLl = ''
+
+  beforeAll(async () => {
+    net6 = name('net6')
+    const group = () => randomInt(0x10000).toString(16)
+    must(await docker('network', 'create', '--label', LABEL, '--ipv6', '--subnet', `fd00:${group()}:${group()}::/64`, net6), 'network create --ipv6')
+    must(await docker('run', '-d', '--name', router, '--label', LABEL, '--network', net6, '--cap-add', 'NET_RAW', '--user', 'root', '--entrypoint', 'sleep', BASE_IMAGE, 'infinity'), 'starting the router')
+    must(await docker('run', '-d', '--name', ctl, '--label', LABEL, '--network', net6, '--entrypoint', 'sleep', BASE_IMAGE, 'infinity'), 'starting the control')
+    ws = await configuredWorkspace('fwports6', {dockerNetwork: net6})
+    workspaces.push(ws)
+    const started = must(await cli(['start', ws, '--json']), 'start')
+    container = JSON.parse(started.stdout).name as string
+    routerLl = await linkLocal(router)
+  })
+
+  it("a peer's router advertisement adds a default route to a plain container; the sandbox's rule drops it, and its firewall is what holds", async () => {
+    const advertise = async (target: string, count: number) => {
+      must(await docker('exec', router, 'python3', '-c', ADVERTISE, target, String(count)), 'sending router advertisements')
+    }
+    const routes = async (c: string) => must(await docker('exec', c, 'ip', '-6', 'route', 'show', 'default'), 'ip -6 route').stdout
+    const fromRouter = (r: string) => r.includes(`default via ${routerLl} dev eth0 proto ra `)
+    const sysctl = async (c: string, key: string) => must(await docker('exec', c, 'cat', `/proc/sys/net/ipv6/conf/${key}`), 'sysctl').stdout.trim()
+
+    // control: the engine's defaults accept router advertisements, and the container takes the peer as a router
+    const ctlLl = await linkLocal(ctl)
+    expect(await routes(ctl)).not.toContain('proto ra')
+    await until('the control routed via the peer', async () => { await advertise(ctlLl, 1); return routes(ctl) }, fromRouter)
+
+    // the sandbox: the same defaults, the IPv6 rules loaded (IPv6 is on in it), and the advertisements counted by the DROP rule
+    for (const key of ['all/accept_ra', 'eth0/accept_ra']) expect(await sysctl(container, key), key).toBe('1')
+    for (const key of ['all/forwarding', 'eth0/forwarding']) expect(await sysctl(container, key), key).toBe('0')
+    const sandboxLl = await linkLocal(container)
+    const rules = must(await docker('exec', '-u', 'root', container, 'ip6tables', '-S', 'INPUT'), 'ip6tables -S').stdout
+    const position = rules.split('\n').filter((l) => l.startsWith('-A INPUT')).indexOf('-A INPUT -p ipv6-icmp -m icmp6 --icmpv6-type 134 -j DROP') + 1
+    expect(position, rules).toBeGreaterThan(0)
+    const drop = ['INPUT', '-p', 'ipv6-icmp', '-m', 'icmp6', '--icmpv6-type', 'router-advertisement', '-j', 'DROP']
+    const accept = [...drop.slice(0, -1), 'ACCEPT']
+    const ip6tables = async (...args: string[]) => docker('exec', '-u', 'root', container, 'ip6tables', ...args)
+    const dropped = () => inputPackets(container, 'ip6tables', /\bDROP\b.*\bipv6-icmptype 134\b/)
+    const rejected = () => inputPackets(container, 'ip6tables', /\bREJECT\b.*icmp6-port-unreachable/)
+    try {
+      const before = await dropped()
+      await advertise(sandboxLl, 5)
+      await until('the advertisements counted by the DROP rule', dropped, (n) => n >= before + 5)
+      expect(await dropped()).toBe(before + 5)
+      expect(await routes(container)).not.toContain('proto ra')
+
+      // without it, the chain's last rule refuses them: conntrack leaves neighbour discovery untracked, never RELATED
+      must(await ip6tables('-D', ...drop), 'removing the rule')
+      const refused = await rejected()
+      await advertise(sandboxLl, 5)
+      await until('the advertisements refused by the last rule', rejected, (n) => n >= refused + 5)
+      expect(await routes(container)).not.toContain('proto ra')
+
+      // a rule that lets them in, and the sandbox's kernel takes the peer as its router: the rules are what holds
+      must(await ip6tables('-I', accept[0], String(position), ...accept.slice(1)), 'accepting advertisements')
+      await until('the sandbox routed via the peer once they are let in', async () => { await advertise(sandboxLl, 1); return routes(container) }, fromRouter)
+    } finally {
+      if ((await ip6tables('-C', ...accept)).exitCode === 0) must(await ip6tables('-D', ...accept), 'removing the accepting rule')
+      if ((await ip6tables('-C', ...drop)).exitCode !== 0) must(await ip6tables('-I', drop[0], String(position), ...drop.slice(1)), 'restoring the rule')
+    }
+    expect(must(await ip6tables('-S', 'INPUT'), 'ip6tables -S').stdout).toBe(rules)
   })
 })
