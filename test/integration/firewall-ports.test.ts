@@ -1,6 +1,6 @@
 /**
  * Every way out decided by name and port, on the real engine, against
- * containers this file starts on a network it creates (never any other
+ * containers this file starts on networks it creates (never any other
  * address). Each way out is shown open from a plain container (the control)
  * and closed from the sandbox, beside its legitimate twin: an allowlisted name
  * over TCP, a declared `name:PORT`, a declared `name:PORT/udp`, git to a
