@@ -58,10 +58,16 @@ describe('listSandboxes', () => {
     expect(old).toMatchObject({repo: '', mode: 'bind', limits: {}, volumes: [], running: false, lastUsed: STOPPED_AT})
   })
 
-  it('inspects only stopped sandboxes, for when they stopped', async () => {
-    const {engine, inspect} = engineListing([{...row('up', '/w/a'), state: 'running'}, row('down', '/w/b')])
-    await listSandboxes({engine})
+  it('inspects only sandboxes that ran and stopped, for when they stopped; one never started was never used', async () => {
+    const {engine, inspect} = engineListing([
+      {...row('up', '/w/a'), state: 'running'},
+      row('down', '/w/b'),
+      {...row('new', '/w/c'), state: 'created', status: 'Created'},
+      {...row('podman-new', '/w/d'), state: 'configured', status: 'Created'},
+    ])
+    const rows = await listSandboxes({engine})
     expect(inspect.mock.calls).toEqual([['down']])
+    expect(rows.map((r) => [r.name, r.lastUsed])).toEqual([['up', null], ['down', STOPPED_AT], ['new', null], ['podman-new', null]])
   })
 })
 

@@ -31,8 +31,10 @@ export async function listSandboxes(ctx: {engine: Engine; env?: NodeJS.ProcessEn
   const rows = await ctx.engine.containers.list({[Labels.managed]: 'true', [Labels.kind]: 'sandbox'})
   // The token state reader only when some sandbox uses the App.
   const github = rows.some((row) => row.labels[Labels.ghapp] === '1') ? await import('../github/refresher.js') : undefined
-  // The list call has no stop times: one inspect per stopped sandbox (none for a running one).
-  const stopped = await Promise.all(rows.map((row) => (row.state === 'running' ? undefined : ctx.engine.containers.inspect(row.id).catch(() => undefined))))
+  // The list call has no stop times: one inspect per sandbox that ran and stopped (none for a running
+  // one, nor for one created and never started: Docker's `created`, Podman's `configured` too).
+  const ranBefore = (state: string) => state !== 'running' && state !== 'created' && state !== 'configured'
+  const stopped = await Promise.all(rows.map((row) => (ranBefore(row.state) ? ctx.engine.containers.inspect(row.id).catch(() => undefined) : undefined)))
   return rows
     .map((row, i) => ({
       name: row.name,
