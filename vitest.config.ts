@@ -24,6 +24,16 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
+          // It restarts the engine daemon: its own suite, alone on its engine (scripts/test-all.sh engine-restart).
+          exclude: ['test/integration/engine-restart.test.ts'],
+          ...onEngine,
+          globalSetup: ['test/integration/global-setup.ts'],
+        },
+      },
+      {
+        test: {
+          name: 'engine-restart',
+          include: ['test/integration/engine-restart.test.ts'],
           ...onEngine,
           globalSetup: ['test/integration/global-setup.ts'],
         },

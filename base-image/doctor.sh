@@ -14,6 +14,9 @@
 #   - DNS: a name outside the allowlist answers NXDOMAIN from 127.0.0.1, and queries
 #     straight to Docker's resolver (127.0.0.11) or the upstream resolvers, over UDP
 #     and TCP, get no answer;
+#   - socket families the firewall cannot see (vsock and others): refused by the
+#     sandbox's seccomp profile (EPERM), and io_uring, which could open sockets
+#     past that filter, is not there (ENOSYS);
 #   - raw sockets, network administration, changing iptables/ipsets/resolv.conf/the
 #     firewall state, signalling dnsmasq, sudo: all refused;
 #   - git (bind mode, AGENT_SANDBOX_HOST_GIT): the host's .git cannot be written,
@@ -400,6 +403,35 @@ check_raw_socket() {
   fi
 }
 
+# Families netfilter does not filter, which unprivileged processes may otherwise
+# open: vsock, RDS, CAN, TIPC, Bluetooth, RxRPC, KCM, Qualcomm IPC, SMC.
+SECCOMP_FAMILIES=(40 21 29 30 31 33 41 42 43)
+
+check_socket_families() {
+  local fam open=()
+  if ! command -v perl > /dev/null 2>&1; then
+    skip socket-families "perl is not installed"
+    return 0
+  fi
+  for fam in "${SECCOMP_FAMILIES[@]}"; do
+    # EPERM is the profile's answer; any other (opened, or the kernel's own EAFNOSUPPORT) means it did not refuse.
+    try perl -e 'socket(my $s, $ARGV[0], 1, 0) and exit 0; exit($!{EPERM} ? 3 : 4)' "$fam"
+    [ "$RC" = 3 ] || open+=("$fam")
+  done
+  if [ "${#open[@]}" -gt 0 ]; then
+    fail socket-families "socket() not refused by the seccomp profile for address families ${open[*]} (40 is AF_VSOCK)"
+  else
+    pass socket-families "socket() refused (EPERM) for ${#SECCOMP_FAMILIES[@]} families the firewall cannot see (AF_VSOCK among them)"
+  fi
+  # io_uring_setup (425 on every architecture): sockets it opens skip seccomp's socket() filter.
+  try perl -e 'syscall(425, 1, 0) == -1 or exit 0; exit($!{ENOSYS} ? 3 : 4)'
+  if [ "$RC" = 3 ]; then
+    pass io-uring "io_uring_setup refused (ENOSYS)"
+  else
+    fail io-uring "io_uring_setup is not refused by the seccomp profile"
+  fi
+}
+
 check_net_admin() {
   local mtu
   # Setting lo's MTU to its current value changes nothing but needs CAP_NET_ADMIN.
@@ -585,6 +617,7 @@ case "$MODE" in
     ;;
 esac
 check_raw_socket
+check_socket_families
 check_net_admin
 if [ "$MODE" = firewall ]; then
   check_iptables

@@ -7,7 +7,9 @@
 # allowlist, ipset member counts, the last 20 names refused by dnsmasq (from
 # dnsmasq.log) and the last 20 denied connections (denied.log, written by tcpdump
 # from NFLOG group 42). With --json prints one JSON object with keys backend,
-# rules, rules6, rulesReadable, allowlist, ipsets, deniedDns, deniedConnections.
+# rules, rules6, rulesReadable, allowlist, ipsets, deniedDns, deniedConnections and
+# resolved (the name each recent address was looked up as, from dnsmasq.log: the
+# CLI names the allowlist entry that would allow a denied connection).
 # Environment: AGENT_SANDBOX_STATE_DIR [/run/agent-sandbox].
 set -euo pipefail
 # shellcheck source=base-image/root-env.sh
@@ -72,6 +74,17 @@ denied_dns="$(
   fi
 )" || true
 denied_conn="$(tail -n 20 "$STATE/denied.log" 2> /dev/null || true)"
+# "ADDRESS NAME": the name each address was last an answer for (dnsmasq logs
+# "query[A] NAME from ..." then "reply NAME2 is ADDRESS", NAME2 a CNAME's target).
+resolved="$(
+  if [ -r "$STATE/dnsmasq.log" ]; then
+    tail -n 5000 "$STATE/dnsmasq.log" | awk '
+      { for (i = 1; i < NF; i++) {
+          if ($i ~ /^query\[/) q = $(i + 1)
+          if ($i == "reply" && $(i + 2) == "is" && $(i + 3) ~ /^[0-9a-fA-F.:]+$/ && $(i + 3) ~ /[.:]/) print $(i + 3), q
+      } }' | tac | awk '!seen[$1]++' | head -n 500
+  fi
+)" || true
 
 # lines_json TEXT: a JSON array of the non-empty lines of TEXT.
 lines_json() {
@@ -92,9 +105,10 @@ if [ "$json" = 1 ]; then
     --argjson ipsets "$ipsets" \
     --argjson deniedDns "$(lines_json "$denied_dns")" \
     --argjson deniedConnections "$(lines_json "$denied_conn")" \
+    --argjson resolved "$(jq -Rn '[inputs | select(length > 0) | split(" ") | {address: .[0], name: .[1]}]' <<< "$resolved")" \
     '{backend: $backend, rules: $rules, rules6: $rules6, rulesReadable: $rulesReadable,
       allowlist: $allowlist, ipsets: $ipsets, deniedDns: $deniedDns,
-      deniedConnections: $deniedConnections}'
+      deniedConnections: $deniedConnections, resolved: $resolved}'
   exit 0
 fi
 
@@ -117,7 +131,7 @@ if [ "$readable" = true ]; then
 else
   printf 'rules: not readable as uid %s (run as root: docker exec -u root ...)\n' "$(id -u)"
 fi
-section "allowlist ($(grep -c . <<< "$allowlist" || true) domains):" "$allowlist"
+section "allowlist ($(grep -c . <<< "$allowlist" || true) entries):" "$allowlist"
 printf 'ipsets:\n'
 for s in "${SETS[@]}"; do
   printf '  %s: %s\n' "$s" "${counts[$s]:-unavailable (needs root)}"

@@ -155,8 +155,19 @@ block() {
 # as refs/sandbox/<branch>, for the user to review, and one line says so. The
 # push itself still fails (the branch did not move).
 push_to_host() {
-  local err rc line src dst sha all
+  local err rc line src dst sha all fd
   local -a lines=()
+  # The gate down (stopped, or left in the network of an earlier start of the
+  # sandbox): one line that says so and how to repair it, never git's raw
+  # connection error. A /dev/tcp connect, as sandbox-exec checks it.
+  if [[ -n ${AGENT_SANDBOX_GATE_PORT-} ]]; then
+    if { exec {fd}<> "/dev/tcp/127.0.0.1/$AGENT_SANDBOX_GATE_PORT"; } 2> /dev/null; then
+      exec {fd}>&-
+    else
+      printf 'agent-sandbox: git push host: the push gate is down, so nothing reaches the host; any agent-sandbox command on the host (e.g. agent-sandbox exec -- true) repairs it\n' >&2
+      return 128
+    fi
+  fi
   err=$(mktemp) || exec "$REAL_GIT" "$@"
   # stderr through tee, as it comes (push progress); a pipeline, so both have ended after it.
   if { "$REAL_GIT" "$@" 2>&1 1>&3 3>&- | tee "$err" >&2; } 3>&1; then rc=0; else rc=${PIPESTATUS[0]}; fi

@@ -44,18 +44,9 @@
 # wherever a command would do, since each fork+exec costs ~2 ms of the start.
 set -euo pipefail
 
-abort() {
-  printf 'init-firewall: %s\n' "$*" >&2
-  exit 1
-}
-
-warn() {
-  printf 'init-firewall: warning: %s\n' "$*" >&2
-  if declare -F fw_log > /dev/null; then fw_log "warning: $*"; fi
-}
-
+FW_PROG=init-firewall
 FW_LIB="${AGENT_SANDBOX_LIB_DIR:-/usr/local/lib/agent-sandbox}/firewall-lib.sh"
-[ -r "$FW_LIB" ] || abort "missing $FW_LIB"
+[ -r "$FW_LIB" ] || { printf '%s: missing %s\n' "$FW_PROG" "$FW_LIB" >&2 && exit 1; }
 # shellcheck source=base-image/firewall-lib.sh
 . "$FW_LIB"
 
@@ -72,24 +63,35 @@ fw_add_domains_from_list "${AGENT_SANDBOX_ALLOW_DOMAINS:-}" AGENT_SANDBOX_ALLOW_
 if [ -r "${FW_STATE}/allowlist" ]; then
   while IFS= read -r d; do
     [ -n "$d" ] || continue
-    fw_valid_domain "$d" || continue
-    [ -n "${FW_SEEN[${d#\*.}]:-}" ] || fw_add_domain "$d" "the saved allowlist"
+    fw_parse_entry "$d" || continue
+    fw_seen_key
+    [ -n "${FW_SEEN[$FW_E_SEEN]:-}" ] || fw_add_domain "$d" "the saved allowlist"
   done < "$FW_STATE/allowlist"
 fi
 
-PORTS=()
+# inbound_ports VAR: the ports of VAR (a comma separated list), checked, into PORTS.
+inbound_ports() {
+  local p
+  local -a FW_ITEMS=()
+  PORTS=()
+  fw_split_into "${!1:-}"
+  for p in "${FW_ITEMS[@]}"; do
+    [ -n "$p" ] || continue
+    if [[ ! "$p" =~ ^[0-9]{1,5}$ ]] || ((10#$p < 1 || 10#$p > 65535)); then
+      abort "invalid port '$p' in $1: expected integers 1-65535, comma separated"
+    fi
+    p=$((10#$p))
+    [ -z "${SEEN_PORT[$p]:-}" ] || continue
+    SEEN_PORT[$p]=1
+    PORTS+=("$p")
+  done
+}
+# Published ports: from the engine's port publisher only, or (published on a host
+# address other than loopback, the user's explicit choice) from any peer.
 declare -A SEEN_PORT=()
-fw_split_into "${AGENT_SANDBOX_INBOUND_PORTS:-}"
-for p in "${FW_ITEMS[@]}"; do
-  [ -n "$p" ] || continue
-  if [[ ! "$p" =~ ^[0-9]{1,5}$ ]] || ((10#$p < 1 || 10#$p > 65535)); then
-    abort "invalid port '$p' in AGENT_SANDBOX_INBOUND_PORTS: expected integers 1-65535, comma separated"
-  fi
-  p=$((10#$p))
-  [ -z "${SEEN_PORT[$p]:-}" ] || continue
-  SEEN_PORT[$p]=1
-  PORTS+=("$p")
-done
+inbound_ports AGENT_SANDBOX_INBOUND_PEER_PORTS
+PEER_PORTS=("${PORTS[@]}")
+inbound_ports AGENT_SANDBOX_INBOUND_PORTS
 
 DNS_UID="$(id -u "$FW_DNS_USER" 2> /dev/null)" || abort "user $FW_DNS_USER does not exist"
 [[ "$DNS_UID" =~ ^[0-9]+$ ]] || abort "cannot determine the uid of user $FW_DNS_USER"
@@ -113,27 +115,55 @@ fw_read_upstreams
 
 # ---- 2. rulesets -------------------------------------------------------------
 
+# publishers FAMILY: PUBLISHERS, the addresses the engine's port publisher connects
+# from: the default gateway (the bridge's address: Docker's proxy and Podman's
+# port forwarding) and this container's own addresses (rootless Podman's
+# forwarder); loopback is accepted anyway.
+publishers() {
+  local line word prev
+  PUBLISHERS=()
+  while IFS= read -r line; do
+    prev=""
+    for word in $line; do
+      case "$prev" in via | inet | inet6) PUBLISHERS+=("${word%/*}") ;; esac
+      prev="$word"
+    done
+  done < <(ip "-$1" route show default 2> /dev/null; ip "-$1" -o addr show scope global 2> /dev/null)
+}
+
 # rules FAMILY: print the filter table for FAMILY (4 or 6).
 rules() {
-  local fam="$1" set reject up port loop web_set
+  local fam="$1" set reject up port loop web_set icmp src
   local -a web_sets=()
   if [ "$fam" = 4 ]; then
-    set="$FW_SET4" reject=icmp-port-unreachable
+    set="$FW_SET4" reject=icmp-port-unreachable icmp="-p icmp -m icmp --icmp-type"
   else
-    set="$FW_SET6" reject=icmp6-port-unreachable
+    set="$FW_SET6" reject=icmp6-port-unreachable icmp="-p ipv6-icmp -m icmp6 --icmpv6-type"
   fi
-  printf '*filter\n:INPUT DROP [0:0]\n:FORWARD DROP [0:0]\n:OUTPUT DROP [0:0]\n'
+  printf '*filter\n:INPUT DROP [0:0]\n:FORWARD DROP [0:0]\n:OUTPUT DROP [0:0]\n:%s - [0:0]\n' "$FW_PORTS_CHAIN"
 
   printf -- '-A INPUT -i lo -j ACCEPT\n'
+  # Redirects (and, for IPv6, router advertisements) from a peer would reroute
+  # this sandbox's traffic; conntrack counts a redirect as RELATED, so first.
+  printf -- '-A INPUT %s redirect -j DROP\n' "$icmp"
+  [ "$fam" = 6 ] && printf -- '-A INPUT %s router-advertisement -j DROP\n' "$icmp"
   printf -- '-A INPUT -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT\n'
   if [ "$fam" = 6 ]; then
     # Neighbour discovery, or nothing on the link (the allowed hosts included) is reachable.
     printf -- '-A INPUT -p ipv6-icmp -m icmp6 --icmpv6-type %s -m hl --hl-eq 255 -j ACCEPT\n' \
-      neighbour-solicitation neighbour-advertisement router-advertisement
+      neighbour-solicitation neighbour-advertisement
   fi
-  for port in "${PORTS[@]}"; do
+  for port in "${PEER_PORTS[@]}"; do
     printf -- '-A INPUT -p tcp -m tcp --dport %s -j ACCEPT\n' "$port"
   done
+  if [ "${#PORTS[@]}" -gt 0 ]; then
+    publishers "$fam"
+    for port in "${PORTS[@]}"; do
+      for src in "${PUBLISHERS[@]}"; do
+        printf -- '-A INPUT -s %s -p tcp -m tcp --dport %s -j ACCEPT\n' "$src" "$port"
+      done
+    done
+  fi
   printf -- '-A INPUT -p tcp -j REJECT --reject-with tcp-reset\n'
   printf -- '-A INPUT -j REJECT --reject-with %s\n' "$reject"
 
@@ -170,28 +200,35 @@ rules() {
     printf -- '-A OUTPUT -p udp -m udp --dport 53 -m owner --uid-owner 0 -j ACCEPT\n'
     printf -- '-A OUTPUT -p tcp -m tcp --dport 53 -m owner --uid-owner 0 -j ACCEPT\n'
   fi
+  # An allowlisted name is TCP 80 and 443 of its addresses, nothing else: no UDP
+  # (QUIC would pass the gateway's name check), no ICMP, no other port.
+  web_sets=("$set")
+  if [ "$fam" = 4 ]; then web_sets+=("$FW_NET4"); fi
   if [ -n "$GW_UID" ]; then
     # The agent's connections redirected to the gateway (nat): this chain still sees
     # them leaving by the interface first routed to, so `-o lo` does not match them.
     if [ "$fam" = 4 ]; then loop=127.0.0.1/32; else loop=::1/128; fi
     printf -- '-A OUTPUT -d %s -p tcp -m multiport --dports %s,%s -j ACCEPT\n' "$loop" "$GW_HTTP" "$GW_TLS"
     # Web traffic to allowlisted addresses is the gateway's alone: the agent's was
-    # redirected to it (nat), and whatever was not (a rule lost) is refused here.
-    # Other addresses go on to be logged and refused like any other port.
-    web_sets=("$set")
-    if [ "$fam" = 4 ]; then web_sets+=("$FW_NET4"); fi
+    # redirected to it (nat), and whatever was not (a rule lost) is refused below.
     for web_set in "${web_sets[@]}"; do
-      printf -- '-A OUTPUT -p tcp -m multiport --dports 80,443 -m owner ! --uid-owner %s -m set --match-set %s dst -j REJECT --reject-with tcp-reset\n' "$GW_UID" "$web_set"
+      printf -- '-A OUTPUT -p tcp -m multiport --dports 80,443 -m owner --uid-owner %s -m set --match-set %s dst -j ACCEPT\n' "$GW_UID" "$web_set"
+    done
+  else
+    for web_set in "${web_sets[@]}"; do
+      printf -- '-A OUTPUT -p tcp -m multiport --dports 80,443 -m set --match-set %s dst -j ACCEPT\n' "$web_set"
     done
   fi
-  printf -- '-A OUTPUT -m set --match-set %s dst -j ACCEPT\n' "$set"
-  [ "$fam" = 4 ] && printf -- '-A OUTPUT -m set --match-set %s dst -j ACCEPT\n' "$FW_NET4"
+  # Declared ports (`name:PORT`, `name:PORT/udp`): one rule each, in their own chain.
+  printf -- '-A OUTPUT -j %s\n' "$FW_PORTS_CHAIN"
+  fw_port_rules "$fam"
   if [ "$fam" = 6 ]; then
     # Multicast listener reports, sent by the kernel itself when eth0 comes up: dropped
     # unlogged, so that they do not fill the denied-connection log.
     printf -- '-A OUTPUT -p ipv6-icmp -m icmp6 --icmpv6-type %s -j DROP\n' 131 143
   fi
   printf -- '-A OUTPUT -m limit --limit 20/s -j NFLOG --nflog-group %s --nflog-prefix agent-sandbox-deny\n' "$FW_NFLOG_GROUP"
+  # A refused datagram fails at its send (EPERM), so a QUIC client falls back to TCP at once.
   printf -- '-A OUTPUT -p tcp -j REJECT --reject-with tcp-reset\n'
   printf -- '-A OUTPUT -j REJECT --reject-with %s\n' "$reject"
   printf 'COMMIT\n'
@@ -218,14 +255,15 @@ tool() {
 # One `ipset restore` for the three sets (one process, not three); `-exist` keeps
 # an existing set of the same type, like `ipset create -exist`. ipset names the
 # input line that failed ("ipset v7.22: Error in line 2: ..."): name its set.
-SETS=("$FW_SET4 hash:ip family inet" "$FW_SET6 hash:ip family inet6" "$FW_NET4 hash:net family inet")
+mapfile -t SETS < <(fw_ipset_specs)
+SETS=("${SETS[@]#create }")
 printf -v spec 'create %s\n' "${SETS[@]}"
 if ! ipset -exist restore 2> "$TMP/ipset.err" <<< "${spec%$'\n'}"; then
   why="$(fw_last_line "$TMP/ipset.err")"
   if [[ "$why" =~ ^(.*: )?Error\ in\ line\ ([0-9]+):\ (.*)$ ]] && ((BASH_REMATCH[2] >= 1 && BASH_REMATCH[2] <= ${#SETS[@]})); then
     abort "cannot create ipset ${SETS[BASH_REMATCH[2] - 1]%% *}: ${BASH_REMATCH[1]}${BASH_REMATCH[3]}"
   fi
-  abort "cannot create ipsets $FW_SET4, $FW_SET6 and $FW_NET4: ${why:-ipset exited with an error}"
+  abort "cannot create ipsets $FW_SET4, $FW_SET6, $FW_NET4 and those of the declared ports: ${why:-ipset exited with an error}"
 fi
 
 fw_write_allowlist

@@ -1,7 +1,7 @@
 #!/bin/sh
 # node-boot ARGS...: run `node ARGS...`, started from the image's start-up
 # snapshot when that snapshot fits; else plainly. The egress gateway's program
-# (src/lib/sandbox/spec.ts buildGatewaySpec).
+# (src/lib/sandbox/spec-companions.ts buildGatewaySpec).
 #
 # Debian's node is built without node's own start-up snapshot: every start
 # compiles node's bootstrap from source, about 0.2 s of the gateway's cold

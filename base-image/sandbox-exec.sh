@@ -9,10 +9,13 @@
 # seconds, or if mount-watch found a protected path unmounted (the file
 # compromised: the sandbox must be restarted to get its read-only mounts back),
 # or, when the caller asks with AGENT_SANDBOX_CHECK_GATEWAY=PORT (the CLI's exec
-# and shell do), if the sandbox has an egress gateway and nothing listens on
-# 127.0.0.1:PORT in its network namespace: the gateway
-# is missing, stopped, or was left in the namespace of an earlier start (a
-# `docker restart` of the sandbox), so the CLI makes it anew and runs CMD then.
+# and shell do), if a sidecar of the sandbox does not listen in its network
+# namespace: the egress gateway on 127.0.0.1:PORT (when the sandbox has one,
+# AGENT_SANDBOX_GATEWAY_UID), the push gate on 127.0.0.1:AGENT_SANDBOX_GATE_PORT
+# (when it has one). Such a sidecar is missing, stopped, was left in the
+# namespace of an earlier start (a `docker restart` of the sandbox), or lost
+# its state in a restart of its own: the CLI repairs it (sandbox/health.ts) and
+# runs CMD then.
 set -euo pipefail
 
 state="${AGENT_SANDBOX_STATE_DIR:-/run/agent-sandbox}"
@@ -37,11 +40,12 @@ if [ ! -e "$state/ready" ]; then
     sleep 0.02
   done
 fi
-# Builtins only (the check runs before every exec): a connect to the gateway's
+# Builtins only (the check runs before every exec): a connect to a sidecar's
 # port through bash's /dev/tcp, about 0.1 ms (reading /proc/net/tcp costs
 # milliseconds: the kernel walks its whole socket table). The gateway closes
-# the silent connection without logging it.
-gateway_listens() {
+# the silent connection without logging it; the gate's git daemon ends the
+# child it forks for it at the end of input.
+listens() {
   local fd
   { exec {fd}<> "/dev/tcp/127.0.0.1/$1"; } 2> /dev/null || return 1
   exec {fd}>&-
@@ -49,9 +53,13 @@ gateway_listens() {
 if [ -n "${AGENT_SANDBOX_CHECK_GATEWAY:-}" ]; then
   check_port="$AGENT_SANDBOX_CHECK_GATEWAY"
   unset AGENT_SANDBOX_CHECK_GATEWAY
-  if [ -n "${AGENT_SANDBOX_GATEWAY_UID:-}" ] && ! gateway_listens "$check_port"; then
+  if [ -n "${AGENT_SANDBOX_GATEWAY_UID:-}" ] && ! listens "$check_port"; then
     [ "${AGENT_SANDBOX_QUIET_REFUSAL:-}" != compromised ] || exit 125
     abort "refused: the egress gateway does not serve this sandbox (no web access); agent-sandbox exec or start makes it anew"
+  fi
+  if [ -n "${AGENT_SANDBOX_GATE_PORT:-}" ] && ! listens "$AGENT_SANDBOX_GATE_PORT"; then
+    [ "${AGENT_SANDBOX_QUIET_REFUSAL:-}" != compromised ] || exit 125
+    abort "refused: the push gate does not serve this sandbox (no git push host); agent-sandbox exec or start makes it anew"
   fi
 fi
 unset AGENT_SANDBOX_QUIET_REFUSAL

@@ -120,7 +120,8 @@ try {
     baseImage: `agent-sandbox-base:${BASE_TAG}`,
     parallel: smoke ? 2 : 8,
     listCount: smoke ? 3 : 30,
-    extra: {},
+    // The keys selected, in order: rows that share a set-up tear it down after the last of them.
+    extra: {selected: selected.map((s) => s.key)},
   }
   if (selected.some((s) => s.key === 'provision' || s.key === 'repeat')) {
     const size = smoke ? {files: 500, commits: 50} : {files: 20_000, commits: 2_000}

@@ -18,3 +18,36 @@ apt_install() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2 \
     || abort "cannot install ${missing[*]}"
 }
+
+# start_dockerd STATE_DIR [DOCKERD_ARG...]: dockerd in the background, from /
+# (a daemon's working directory is where its helpers leave files, conmon's
+# "oom"), its log appended to STATE_DIR/dockerd.log and its pid in
+# STATE_DIR/dockerd.pid; returns once `docker info` answers (DOCKER_HOST as set).
+start_dockerd() {
+  local state="$1"
+  shift
+  (cd / && exec nohup dockerd "$@" >>"$state/dockerd.log" 2>&1) &
+  echo $! >"$state/dockerd.pid"
+  for _ in $(seq 1 120); do
+    docker info >/dev/null 2>&1 && return 0
+    sleep 0.5
+  done
+  abort "dockerd did not come up; see $state/dockerd.log"
+}
+
+# start_podman_service STATE_DIR SOCKET_PATH: `podman system service` on the
+# socket in the background, from / (as dockerd), its log appended to
+# STATE_DIR/podman.log and its pid in STATE_DIR/podman.pid; returns once it answers.
+start_podman_service() {
+  local state="$1" sock="$2"
+  mkdir -p "$(dirname "$sock")"
+  (cd / && exec nohup podman system service --time=0 "unix://$sock" >>"$state/podman.log" 2>&1) &
+  echo $! >"$state/podman.pid"
+  for _ in $(seq 1 60); do
+    podman_answers "$sock" && return 0
+    sleep 0.5
+  done
+  abort "podman system service did not come up; see $state/podman.log"
+}
+
+podman_answers() { curl -fsS --max-time 2 --unix-socket "$1" http://d/_ping >/dev/null 2>&1; }

@@ -36,14 +36,7 @@ if ! engine_up; then
   fi
   engine_up || {
     log "starting dockerd"
-    # From /: a daemon's working directory is where its helpers leave files (conmon's "oom").
-    (cd / && exec nohup dockerd >"$STATE_DIR/dockerd.log" 2>&1) &
-    echo $! >"$STATE_DIR/dockerd.pid"
-    for _ in $(seq 1 120); do
-      engine_up && break
-      sleep 0.5
-    done
-    engine_up || abort "dockerd did not come up; see $STATE_DIR/dockerd.log"
+    start_dockerd "$STATE_DIR"
   }
 fi
 log "engine: $(docker version --format '{{.Server.Version}}' 2>/dev/null)"
@@ -81,18 +74,9 @@ if [ "${1:-}" = --podman ]; then
     fi
   fi
   sock=/run/podman/podman.sock
-  podman_up() { curl -fsS --max-time 2 --unix-socket "$sock" http://d/_ping >/dev/null 2>&1; }
-  if ! podman_up; then
-    mkdir -p /run/podman
+  if ! podman_answers "$sock"; then
     log "starting podman system service on $sock"
-    # From /: conmon writes an "oom" file into the service's working directory when a container hits its memory limit.
-    (cd / && exec nohup podman system service --time=0 "unix://$sock" >"$STATE_DIR/podman.log" 2>&1) &
-    echo $! >"$STATE_DIR/podman.pid"
-    for _ in $(seq 1 60); do
-      podman_up && break
-      sleep 0.5
-    done
-    podman_up || abort "podman system service did not come up; see $STATE_DIR/podman.log"
+    start_podman_service "$STATE_DIR" "$sock"
   fi
   if ! podman image exists "$BASE_TAG"; then
     log "importing $BASE_TAG into podman"

@@ -1,14 +1,15 @@
 /**
  * The egress gateway's program (bundled as dist/bundle/egress-gateway.cjs and
  * installed in the base image): `node egress-gateway.cjs` serves; it runs in
- * its own container in the sandbox's network namespace (spec.ts
+ * its own container in the sandbox's network namespace (spec-companions.ts
  * buildGatewaySpec). `node egress-gateway.cjs --allow DOMAIN...` adds domains to
  * the running gateway's allowlist, `--rule JSON` an httpRule (firewall allow),
  * and `--describe` prints the rules in force and the masked secrets' names and
- * hosts (never their values; doctor); `--secret NAME` takes a new value for
+ * hosts (never their values; doctor); `--logins` prints the agents' tokens it
+ * minted (to the CLI's store); `--secret NAME` takes a new value for
  * one masked secret on stdin (a renewed GitHub App token), which the running
  * gateway reads at its next request (its CA and secrets come first from
- * lifecycle.ts startGatewayContainer's exec).
+ * gateway-container.ts startGatewayContainer's exec).
  * These run over an exec into the gateway container: its tmpfs is out of the
  * sandbox's reach. Messages go to stderr as
  * `egress-gateway: ...`, which `start` reports if the gateway does not come up.
@@ -16,11 +17,12 @@
 import {appendFileSync, existsSync, readFileSync, renameSync, writeFileSync} from 'node:fs'
 import {rootCertificates} from 'node:tls'
 import {join} from 'node:path'
-import {SECRETS_FILE, startGateway, type GatewaySecrets} from './lib/network/gateway/server.js'
+import {SECRETS_FILE, serveGateway, type GatewaySecrets} from './lib/network/gateway/server.js'
 import {isHttpRule, parseRuleLines, type HttpRule} from './lib/network/gateway/rules.js'
 import {LIVE_ALLOWLIST, LIVE_RULES} from './lib/network/gateway/live.js'
 import {GATEWAY_DEFAULTS} from './lib/network/gateway/ports.js'
 import {parseDomainEnv} from './lib/network/gateway/policy.js'
+import {readMinted} from './lib/network/gateway/login-exchange.js'
 
 const say = (message: string) => process.stderr.write(`egress-gateway: ${message}\n`)
 const env = process.env
@@ -54,6 +56,11 @@ async function main(argv: string[]): Promise<void> {
     process.stdout.write(`${JSON.stringify({rules: [...configRules(), ...live], live, masked: secrets.map((s) => ({name: s.name, hosts: s.hosts}))})}\n`)
     return
   }
+  if (argv[0] === '--logins') {
+    // The agents' tokens this gateway minted (login-exchange.ts): to the CLI's store on the host, over this exec's stdout.
+    process.stdout.write(`${JSON.stringify(readMinted(stateDir))}\n`)
+    return
+  }
   // From the CLI over this exec's stdin: never an argument, an env variable or a file outside this tmpfs.
   // Written whole and renamed into place, so the serving process never reads half a file.
   const save = (secrets: GatewaySecrets) => {
@@ -71,11 +78,11 @@ async function main(argv: string[]): Promise<void> {
     return
   }
   const [httpPort, tlsPort] = ports()
-  // It listens only once it holds its CA and secrets (lifecycle.ts startGatewayContainer hands them over first), so that
+  // It listens only once it holds its CA and secrets (gateway-container.ts startGatewayContainer hands them over first), so that
   // listening means ready: what a one-shot run's entrypoint waits for (entrypoint.sh wait_gateway).
   await handedOver(join(stateDir, SECRETS_FILE))
   const bundle = env.AGENT_SANDBOX_GATEWAY_UPSTREAM_BUNDLE ?? '/etc/ssl/certs/ca-certificates.crt'
-  const gateway = await startGateway({
+  const gateway = await serveGateway({
     httpPort,
     tlsPort,
     listen: ['127.0.0.1', '::1'],
@@ -88,10 +95,11 @@ async function main(argv: string[]): Promise<void> {
     maxLogBytes: 8 * 1024 * 1024,
     rules: configRules(),
     masked: (env.AGENT_SANDBOX_GATEWAY_MASKED ?? '').split(',').filter(Boolean),
+    inspectAll: env.AGENT_SANDBOX_GATEWAY_INSPECT_ALL === '1',
     // Upstreams are verified against node's roots and the image's bundle (build-base --ca-cert, a workspace image's own CAs).
     upstreamCa: [...rootCertificates, ...(existsSync(bundle) ? [readFileSync(bundle, 'utf8')] : [])],
     onError: say,
-    // A one-shot run's gateway (spec.ts buildGatewaySpec): the run reads what was refused from the container's log.
+    // A one-shot run's gateway (spec-companions.ts buildGatewaySpec): the run reads what was refused from the container's log.
     ...(env.AGENT_SANDBOX_GATEWAY_LOG_STDOUT === '1' ? {onRecord: (line: string) => void process.stdout.write(line)} : {}),
   })
   say(`serving on 127.0.0.1:${httpPort} (HTTP) and 127.0.0.1:${tlsPort} (TLS), ${gateway.allowlistSize} domains allowed`)

@@ -67,8 +67,8 @@ export function writeUserConfig(root) {
 
 /** Run the built CLI synchronously (set-up only; never timed). */
 
-export function cliSync(root, args) {
-  const env = {...process.env}
+export function cliSync(root, args, extraEnv = {}) {
+  const env = {...process.env, ...extraEnv}
   for (const [k, v] of Object.entries(cliEnv(root))) {
     if (v === undefined) delete env[k]
     else env[k] = v

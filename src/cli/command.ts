@@ -35,7 +35,7 @@ export interface Input<C extends {flags: FlagSet; args: ArgSet}> {
   flags: FlagValues<C['flags'] & typeof baseFlags>
   /** Every positional (for commands that are not strict). */
   argv: string[]
-  /** The command after `--` (exec, run); undefined when there was no `--`. */
+  /** The command after `--` (exec, run), or what a pass-through command passes on; undefined when there was no `--`. */
   command: string[] | undefined
 }
 
@@ -53,6 +53,8 @@ export abstract class Command {
   static aliases: string[] = []
   /** Takes a command after `--`. */
   static takesCommand = false
+  /** Passes what follows its own flags through (claude, codex: the agent's arguments, in `command`). */
+  static passThrough = false
   /**
    * Hands the library an AbortSignal that Ctrl-C, SIGTERM and SIGHUP abort
    * (src/cli/interrupt.ts): for commands that make containers or stream a
@@ -71,7 +73,7 @@ export abstract class Command {
     let code: number
     try {
       const parsed = parseCommandLine(
-        {id: this.id, flags: {...this.baseFlags, ...this.flags}, args: this.args, strict: this.strict, takesCommand: this.takesCommand},
+        {id: this.id, flags: {...this.baseFlags, ...this.flags}, args: this.args, strict: this.strict, takesCommand: this.takesCommand, passThrough: this.passThrough},
         argv,
       )
       code = (await command.run(parsed as Input<{flags: FlagSet; args: ArgSet}>)) ?? 0

@@ -17,17 +17,27 @@ export const COMMAND_IDS: readonly string[] = [
   'build',
   'build-base',
   'checkout',
+  'claude',
   'claude-init-config',
+  'codex',
   'codex-init-config',
   'codex-logout',
   'config',
   'doctor',
   'exec',
   'firewall:allow',
+  'firewall:deny',
   'firewall:log',
+  'firewall:pending',
   'firewall:status',
   'init',
   'list',
+  'port',
+  'prune',
+  'review',
+  'review:approve',
+  'review:reject',
+  'review:show',
   'rm',
   'run',
   'shell',
@@ -39,9 +49,14 @@ export const COMMAND_IDS: readonly string[] = [
   'volume',
 ]
 
-/** The command's file under src/commands, without its extension: `firewall/allow`. Pure. */
+/**
+ * The command's file under src/commands, without its extension: `firewall/allow`.
+ * A command that is also a topic (`review`, with `review show`…) is its folder's
+ * `index`, as oclif names it. Pure.
+ */
 export function commandFile(id: string): string {
-  return id.split(':').join('/')
+  const file = id.split(':').join('/')
+  return COMMAND_IDS.some((other) => other.startsWith(`${id}:`)) ? `${file}/index` : file
 }
 
 const HELP_FLAGS = new Set(['--help', '-h'])

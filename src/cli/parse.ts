@@ -17,6 +17,12 @@ export interface CommandShape {
   strict: boolean
   /** Takes a command after `--` (exec, run). */
   takesCommand: boolean
+  /**
+   * Passes arguments through (claude, codex): the command's own flags come
+   * first; from the first word that is not one of them (or after `--`),
+   * everything is `command`, flags included.
+   */
+  passThrough?: boolean
 }
 
 export interface ParsedCommandLine {
@@ -35,6 +41,7 @@ export function displayName(id: string): string {
 
 export function parseCommandLine(shape: CommandShape, argv: readonly string[]): ParsedCommandLine {
   const usage = (message: string) => new UsageError(message, {hint: `see ${displayName(shape.id)} --help`})
+  if (shape.passThrough) argv = withSeparator(shape.flags, argv)
   const split = argv.indexOf('--')
   const own = split === -1 ? argv : argv.slice(0, split)
   const after = split === -1 ? [] : argv.slice(split + 1)
@@ -86,7 +93,7 @@ export function parseCommandLine(shape: CommandShape, argv: readonly string[]): 
   }
 
   // Without a command to take, `--` only ends the flags: what follows are arguments.
-  if (!shape.takesCommand) positionals.push(...after)
+  if (!shape.takesCommand && !shape.passThrough) positionals.push(...after)
   const names = Object.keys(shape.args)
   // Words where a command should be, without `--`: the command says what is missing.
   const commandWithoutDashes = shape.takesCommand && split === -1
@@ -100,5 +107,23 @@ export function parseCommandLine(shape: CommandShape, argv: readonly string[]): 
     if (flags[name] === undefined && flag.kind === 'string' && flag.default !== undefined) flags[name] = flag.default
     if (flags[name] === undefined && flag.kind === 'boolean') flags[name] = false
   }
+  if (shape.passThrough) return {args, flags, argv: positionals, command: after}
   return {args, flags, argv: positionals, command: shape.takesCommand && split !== -1 ? after : undefined}
+}
+
+/**
+ * A pass-through command's line with `--` where its own flags end: before the
+ * first word that is not one of its flags (or a flag's value), which begins
+ * what is passed through. Pure.
+ */
+function withSeparator(flags: FlagSet, argv: readonly string[]): readonly string[] {
+  for (let i = 0; i < argv.length; i++) {
+    const token = argv[i]
+    if (token === '--') return argv
+    const name = token.startsWith('--') ? token.slice(2).split('=')[0] : undefined
+    const flag = name !== undefined && Object.hasOwn(flags, name) ? flags[name] : undefined
+    if (!flag) return [...argv.slice(0, i), '--', ...argv.slice(i)]
+    if (flag.kind !== 'boolean' && !token.includes('=')) i++
+  }
+  return argv
 }

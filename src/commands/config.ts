@@ -3,7 +3,7 @@ import {Command, type Input} from '../cli/command.js'
 import {pathArg} from '../cli/flags.js'
 import {loadSettings} from '../lib/config/load.js'
 import {detectHookConfig, formatHookConfig, fsHookProbe} from '../lib/git/hook-config.js'
-import {looksSecret} from '../lib/sandbox/spec.js'
+import {looksSecret} from '../lib/util/secret-names.js'
 import {resolveWorkspace} from '../lib/workspace.js'
 import {quoteArg} from '../lib/util/shell-quote.js'
 

@@ -90,7 +90,19 @@ fi
 echo ";; communications error to $server#53: connection refused"
 echo ";; no servers could be reached"
 exit 9'
-  stub perl '[ "${BEH_RAW:-refused}" = ok ] && exit 0; echo "Operation not permitted" >&2; exit 1'
+  # perl runs three probes: a raw socket (-MSocket), socket() of an address family
+  # (the family last; exit 3 is EPERM, 4 another error) and io_uring_setup (exit 3
+  # is ENOSYS). BEH_FAMILIES: the families that are not refused ("40 21" or "*");
+  # BEH_FAMILY_ERR: opened (0) or another error (4); BEH_IOURING: enosys, ok, other.
+  stub perl 'case "$*" in
+  -MSocket*) [ "${BEH_RAW:-refused}" = ok ] && exit 0; echo "Operation not permitted" >&2; exit 1 ;;
+  *"syscall(425"*) case "${BEH_IOURING:-enosys}" in enosys) exit 3 ;; ok) exit 0 ;; *) exit 4 ;; esac ;;
+  *"socket(my"*)
+    fam="${!#}"
+    case " ${BEH_FAMILIES:-} " in *" $fam "* | " * ") exit "${BEH_FAMILY_ERR:-0}" ;; esac
+    exit 3 ;;
+esac
+echo "perl stub: unexpected $*" >&2; exit 99'
   stub iptables '[ "${BEH_IPT:-refused}" = ok ] && exit 0; echo "iptables v1.8.11 (nf_tables): Could not fetch rule set generation id: Permission denied (you must be root)" >&2; exit 4'
   stub iptables-legacy '[ "${BEH_IPT:-refused}" = ok ] && exit 0; echo "iptables-legacy: Permission denied (you must be root)" >&2; exit 3'
   stub ipset '[ "${BEH_IPSET:-refused}" = ok ] && exit 0; echo "ipset v7.22: Kernel error received: Operation not permitted" >&2; exit 1'
@@ -124,8 +136,8 @@ assert_check() {
   assert_success
   local name
   for name in unprivileged ready tcp-gateway-80 tcp-gateway-22 udp-gateway-53 ipv6-egress resolv-conf dns-nxdomain \
-    dns-direct-udp-127.0.0.11 dns-direct-tcp-127.0.0.11 raw-socket net-admin iptables-write ipset-write \
-    resolv-conf-write state-write signal-dnsmasq sudo; do
+    dns-direct-udp-127.0.0.11 dns-direct-tcp-127.0.0.11 raw-socket socket-families io-uring net-admin \
+    iptables-write ipset-write resolv-conf-write state-write signal-dnsmasq sudo; do
     assert_check pass "$name"
   done
   [ "$(grep -cvP '^(pass|fail|skip)\t[a-z0-9.-]+\t[^\t]+$' <<< "$output")" -eq 0 ]
@@ -257,6 +269,34 @@ assert_check() {
     output="$(cat "$TEST_TMP/out")"
     assert_check fail "${pair#*:}"
   done
+}
+
+@test "socket families: each is tried and must be refused with EPERM; opened or another error fails, naming it" {
+  doctor
+  assert_success
+  assert_check pass socket-families 'refused (EPERM) for 9 families'
+  local fam
+  for fam in 40 21 29 30 31 33 41 42 43; do
+    grep -qxF "perl -e socket(my \$s, \$ARGV[0], 1, 0) and exit 0; exit(\$!{EPERM} ? 3 : 4) $fam" "$STUB_LOG" ||
+      fail "family $fam was not tried"
+  done
+  BEH_FAMILIES=40 doctor
+  assert_failure 1
+  assert_check fail socket-families 'for address families 40 (40 is AF_VSOCK)'
+  BEH_FAMILIES='21 43' BEH_FAMILY_ERR=4 doctor
+  assert_failure 1
+  assert_check fail socket-families 'for address families 21 43 '
+}
+
+@test "io_uring: ENOSYS passes; io_uring_setup that succeeds or fails otherwise is a failure" {
+  doctor
+  assert_check pass io-uring 'io_uring_setup refused (ENOSYS)'
+  BEH_IOURING=ok doctor
+  assert_failure 1
+  assert_check fail io-uring 'not refused by the seccomp profile'
+  BEH_IOURING=eperm doctor
+  assert_failure 1
+  assert_check fail io-uring 'not refused by the seccomp profile'
 }
 
 @test "a chain or set it managed to create is removed again" {

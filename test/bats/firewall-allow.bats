@@ -88,17 +88,51 @@ teardown() {
   for d in 'a b' '$(x)' '..' 'ok.example;rm' '' '1.2.3.4'; do
     run "$SCRIPT" good.example "$d"
     assert_failure
-    assert_output "firewall-allow: invalid domain '$d': expected a hostname like example.com or *.example.com"
+    assert_output "firewall-allow: invalid entry '$d' in arguments: expected a hostname like example.com or *.example.com, optionally with :PORT or :PORT/udp (e.g. github.com:22)"
   done
   [ "$(cat "$AGENT_SANDBOX_STATE_DIR/allowlist")" = "$before" ]
   run grep '^dnsmasq' "$STUB_LOG"
   assert_failure
 }
 
+@test "a new port: its ipsets, one AGENT-SANDBOX-PORTS rule (only once), and dnsmasq feeds its sets" {
+  stub iptables 'case "$1" in -C) exit 1 ;; -S) echo "-P OUTPUT DROP" ;; esac'
+  stub ip6tables 'case "$1" in -S) exit 1 ;; esac'
+  stub ipset 'cat >> "$TEST_TMP/ipset-in"'
+  run "$SCRIPT" db.one.example:5432 'dns.example:853/UDP' one.example
+  assert_success
+  assert_output $'firewall-allow: added db.one.example:5432\nfirewall-allow: added dns.example:853/udp\nfirewall-allow: one.example is already allowed'
+  run cat "$TEST_TMP/ipset-in"
+  assert_line 'create agent-sandbox-tcp5432-4 hash:ip family inet'
+  assert_line 'create agent-sandbox-udp853-6 hash:ip family inet6'
+  run grep '^iptables -A' "$STUB_LOG"
+  assert_line 'iptables -A AGENT-SANDBOX-PORTS -p tcp -m tcp --dport 5432 -m set --match-set agent-sandbox-tcp5432-4 dst -j ACCEPT'
+  assert_line 'iptables -A AGENT-SANDBOX-PORTS -p udp -m udp --dport 853 -m set --match-set agent-sandbox-udp853-4 dst -j ACCEPT'
+  # IPv6 has no rules loaded (disabled): nothing added there.
+  run grep '^ip6tables -A' "$STUB_LOG"
+  assert_failure
+  run cat "$AGENT_SANDBOX_STATE_DIR/dnsmasq.conf"
+  assert_line 'ipset=/db.one.example/agent-sandbox-tcp5432-4,agent-sandbox-tcp5432-6,agent-sandbox-allow4,agent-sandbox-allow6'
+  assert_line 'ipset=/dns.example/agent-sandbox-udp853-4,agent-sandbox-udp853-6'
+  # A rule already there (-C succeeds) is not added twice.
+  stub iptables 'case "$1" in -C) exit 0 ;; esac'
+  : > "$STUB_LOG"
+  run "$SCRIPT" other.example:5432
+  assert_success
+  run grep '^iptables -A' "$STUB_LOG"
+  assert_failure
+}
+
+@test "TCP 80 or 443 as a port entry is refused, naming the bare name" {
+  run "$SCRIPT" api.example:443
+  assert_failure
+  assert_output "firewall-allow: invalid entry 'api.example:443' in arguments: TCP ports 80 and 443 are what 'api.example' alone allows (through the egress gateway); write api.example"
+}
+
 @test "no arguments prints usage" {
   run "$SCRIPT"
   assert_failure
-  assert_output --partial "firewall-allow: usage: firewall-allow.sh DOMAIN..."
+  assert_output --partial "firewall-allow: usage: firewall-allow.sh ENTRY..."
 }
 
 @test "fails clearly when the firewall is not initialised" {

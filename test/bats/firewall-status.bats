@@ -59,7 +59,7 @@ not_root() {
   assert_line '  -A OUTPUT -o lo -j ACCEPT'
   assert_line 'IPv6 rules (ip6tables -S):'
   assert_line '  -A OUTPUT -m set --match-set agent-sandbox-allow6 dst -j ACCEPT'
-  assert_line 'allowlist (2 domains):'
+  assert_line 'allowlist (2 entries):'
   assert_line '  *.example.com'
   assert_line '  agent-sandbox-allow4: 12'
   assert_line '  agent-sandbox-allow6: 3'
@@ -110,7 +110,8 @@ not_root() {
   assert_success
   assert_line --partial 'not found: the firewall is not set up'
   assert_line 'backend: unknown'
-  assert_line 'allowlist (0 domains):'
+  assert_line 'allowlist (0 entries):'
+  assert_line '  (none)'
 }
 
 @test "legacy backend: reads rules with iptables-legacy" {
@@ -127,7 +128,7 @@ not_root() {
   assert_success
   echo "$output" | jq -e . > /dev/null
   run jq -r 'keys_unsorted | join(",")' <<< "$output"
-  assert_output 'backend,rules,rules6,rulesReadable,allowlist,ipsets,deniedDns,deniedConnections'
+  assert_output 'backend,rules,rules6,rulesReadable,allowlist,ipsets,deniedDns,deniedConnections,resolved'
   run "$SCRIPT" --json
   local json="$output"
   [ "$(jq -r .backend <<< "$json")" = nft ]
@@ -140,6 +141,23 @@ not_root() {
   [ "$(jq -r '.deniedDns[-1]' <<< "$json")" = evil3.test ]
   [ "$(jq -r '.deniedConnections | length' <<< "$json")" -eq 20 ]
   [ "$(jq -r '.rulesReadable' <<< "$json")" = true ]
+  [ "$(jq -c .resolved <<< "$json")" = '[{"address":"140.82.121.4","name":"github.com"}]' ]
+}
+
+@test "--json resolved: each address once, as the name it was last asked for (a CNAME's target under the query)" {
+  {
+    echo 'Nov 22 03:00:00 dnsmasq[74]: query[A] www.example.com from 127.0.0.1'
+    echo 'Nov 22 03:00:00 dnsmasq[74]: reply www.example.com is <CNAME>'
+    echo 'Nov 22 03:00:00 dnsmasq[74]: reply cdn.example.net is 10.9.8.7'
+    echo 'Nov 22 03:00:01 dnsmasq[74]: query[AAAA] db.example.com from 127.0.0.1'
+    echo 'Nov 22 03:00:01 dnsmasq[74]: reply db.example.com is fd00::7'
+    echo 'Nov 22 03:00:02 dnsmasq[74]: query[A] github.com from 127.0.0.1'
+    echo 'Nov 22 03:00:02 dnsmasq[74]: reply github.com is 140.82.121.4'
+  } >> "$AGENT_SANDBOX_STATE_DIR/dnsmasq.log"
+  run "$SCRIPT" --json
+  assert_success
+  run jq -c .resolved <<< "$output"
+  assert_output '[{"address":"140.82.121.4","name":"github.com"},{"address":"fd00::7","name":"db.example.com"},{"address":"10.9.8.7","name":"www.example.com"}]'
 }
 
 @test "--json as non-root: empty rules, null ipset counts" {

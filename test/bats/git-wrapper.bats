@@ -708,6 +708,33 @@ host_gate() {
 }
 host_rev() { real_git --git-dir="$TEST_TMP/host.git" rev-parse -q --verify "$1" || echo missing; }
 
+# free_port: a port on 127.0.0.1 that nothing listens on.
+free_port() { node -e "const s = require('net').createServer().listen(0, '127.0.0.1', () => { console.log(s.address().port); s.close() })"; }
+
+@test "push host: the gate down (nothing listens on its port): one line naming the repair, exit 128, nothing pushed" {
+  host_gate
+  local before
+  before=$(host_rev refs/heads/feature)
+  real_git commit -q --allow-empty -m ahead
+  AGENT_SANDBOX_GATE_PORT=$(free_port) run --separate-stderr git push host HEAD:refs/heads/feature
+  assert_equal "$status" 128
+  assert_equal "$stderr" "agent-sandbox: git push host: the push gate is down, so nothing reaches the host; any agent-sandbox command on the host (e.g. agent-sandbox exec -- true) repairs it"
+  assert_equal "$(host_rev refs/heads/feature)" "$before"
+}
+
+@test "push host: the gate listening on its port (the control): the push goes through" {
+  host_gate
+  local port pid
+  port=$(free_port)
+  node -e "require('net').createServer((s) => s.destroy()).listen($port, '127.0.0.1', () => console.log('up'))" > "$TEST_TMP/listener.out" &
+  pid=$!
+  for _ in $(seq 100); do grep -q up "$TEST_TMP/listener.out" 2> /dev/null && break; sleep 0.05; done
+  AGENT_SANDBOX_GATE_PORT=$port run --separate-stderr git push host feature:refs/heads/newbranch
+  kill "$pid"
+  assert_success
+  assert_equal "$(host_rev refs/heads/newbranch)" "$(real_git rev-parse feature)"
+}
+
 @test "push host: a protected branch is not updated, and the commit is kept as refs/sandbox/<branch> with one line" {
   host_gate
   local before

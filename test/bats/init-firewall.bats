@@ -39,6 +39,13 @@ setup() {
   stub dig 'echo ";; ->>HEADER<<- opcode: QUERY, status: NXDOMAIN, id: 4242"'
   stub tcpdump 'exec sleep 5'
   stub curl 'exit 7'
+  # The port publisher's addresses: the default gateway and the container's own.
+  stub ip 'case "$*" in
+  "-4 route show default") echo "default via 172.17.0.1 dev eth0" ;;
+  "-4 -o addr show scope global") echo "2: eth0    inet 172.17.0.5/16 brd 172.17.255.255 scope global eth0\       valid_lft forever preferred_lft forever" ;;
+  "-6 route show default") echo "default via fd00::1 dev eth0 metric 1024 pref medium" ;;
+  "-6 -o addr show scope global") echo "2: eth0    inet6 fd00::5/64 scope global nodad \       valid_lft forever preferred_lft forever" ;;
+  esac'
 }
 
 teardown() {
@@ -86,14 +93,19 @@ assert_nothing_loaded() {
 @test "loads a default-deny filter table and reports ready" {
   run "$SCRIPT"
   assert_success
-  assert_output --partial "init-firewall: ready (15 domains, backend nft)"
+  assert_output --partial "init-firewall: ready (17 domains, backend nft)"
   run cat "$TEST_TMP/rules4"
   assert_line --index 0 '*filter'
   assert_line ':INPUT DROP [0:0]'
   assert_line ':FORWARD DROP [0:0]'
   assert_line ':OUTPUT DROP [0:0]'
-  assert_line '-A OUTPUT -m set --match-set agent-sandbox-allow4 dst -j ACCEPT'
-  assert_line '-A OUTPUT -m set --match-set agent-sandbox-net4 dst -j ACCEPT'
+  # An allowlisted address is TCP 80 and 443 only (no UDP, no other port), then the declared ports.
+  assert_line '-A OUTPUT -p tcp -m multiport --dports 80,443 -m set --match-set agent-sandbox-allow4 dst -j ACCEPT'
+  assert_line '-A OUTPUT -p tcp -m multiport --dports 80,443 -m set --match-set agent-sandbox-net4 dst -j ACCEPT'
+  refute_line --regexp '^-A OUTPUT( -m set)? --match-set .* -j ACCEPT$'
+  refute_line --regexp '^-A OUTPUT -p udp .*--match-set agent-sandbox-allow4'
+  assert_line '-A OUTPUT -j AGENT-SANDBOX-PORTS'
+  assert_line '-A AGENT-SANDBOX-PORTS -p tcp -m tcp --dport 22 -m set --match-set agent-sandbox-tcp22-4 dst -j ACCEPT'
   assert_line '-A OUTPUT -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT'
   assert_line '-A OUTPUT -o lo -j ACCEPT'
   assert_line '-A INPUT -i lo -j ACCEPT'
@@ -164,19 +176,92 @@ assert_nothing_loaded() {
   assert_output 2
 }
 
-@test "inbound ports are accepted, de-duplicated, before INPUT's REJECT" {
+@test "inbound ports are accepted from the port publisher only, de-duplicated, before INPUT's REJECT" {
   export AGENT_SANDBOX_INBOUND_PORTS='3000, 8080,3000,'
   run "$SCRIPT"
   assert_success
   local r="$TEST_TMP/rules4"
   run grep -c -- '--dport 3000 -j ACCEPT' "$r"
-  assert_output 1
-  local p3000 p8080 rej
-  p3000="$(line_no '-A INPUT -p tcp -m tcp --dport 3000 -j ACCEPT' "$r")"
-  p8080="$(line_no '-A INPUT -p tcp -m tcp --dport 8080 -j ACCEPT' "$r")"
+  assert_output 2
+  # Never from any source: another container on the network is not the publisher.
+  run grep -- '-A INPUT -p tcp -m tcp --dport' "$r"
+  assert_failure
+  local p3000 p8080 own rej
+  p3000="$(line_no '-A INPUT -s 172.17.0.1 -p tcp -m tcp --dport 3000 -j ACCEPT' "$r")"
+  own="$(line_no '-A INPUT -s 172.17.0.5 -p tcp -m tcp --dport 3000 -j ACCEPT' "$r")"
+  p8080="$(line_no '-A INPUT -s 172.17.0.1 -p tcp -m tcp --dport 8080 -j ACCEPT' "$r")"
   rej="$(line_no '-A INPUT -p tcp -j REJECT --reject-with tcp-reset' "$r")"
+  [ -n "$own" ]
   [ "$p3000" -lt "$p8080" ]
   [ "$p8080" -lt "$rej" ]
+}
+
+@test "a port published beyond loopback (the user's opt-in) accepts any peer; the same port is not also limited" {
+  export AGENT_SANDBOX_INBOUND_PORTS='3000,9000' AGENT_SANDBOX_INBOUND_PEER_PORTS='9000'
+  run "$SCRIPT"
+  assert_success
+  run cat "$TEST_TMP/rules4"
+  assert_line '-A INPUT -p tcp -m tcp --dport 9000 -j ACCEPT'
+  assert_line '-A INPUT -s 172.17.0.1 -p tcp -m tcp --dport 3000 -j ACCEPT'
+  refute_line '-A INPUT -s 172.17.0.1 -p tcp -m tcp --dport 9000 -j ACCEPT'
+  AGENT_SANDBOX_INBOUND_PEER_PORTS='x' run "$SCRIPT"
+  assert_failure
+  assert_line --index $((${#lines[@]} - 1)) "init-firewall: invalid port 'x' in AGENT_SANDBOX_INBOUND_PEER_PORTS: expected integers 1-65535, comma separated"
+}
+
+@test "redirects and router advertisements are dropped before replies are accepted" {
+  ipv6 on
+  run "$SCRIPT"
+  assert_success
+  local drop related
+  drop="$(line_no '-A INPUT -p icmp -m icmp --icmp-type redirect -j DROP' "$TEST_TMP/rules4")"
+  related="$(line_no '-A INPUT -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT' "$TEST_TMP/rules4")"
+  [ -n "$drop" ] && [ "$drop" -lt "$related" ]
+  drop="$(line_no '-A INPUT -p ipv6-icmp -m icmp6 --icmpv6-type router-advertisement -j DROP' "$TEST_TMP/rules6")"
+  related="$(line_no '-A INPUT -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT' "$TEST_TMP/rules6")"
+  [ -n "$drop" ] && [ "$drop" -lt "$related" ]
+  grep -qxF -- '-A INPUT -p ipv6-icmp -m icmp6 --icmpv6-type redirect -j DROP' "$TEST_TMP/rules6"
+  run grep -- 'router-advertisement -m hl' "$TEST_TMP/rules6"
+  assert_failure
+}
+
+@test "declared ports: each gets its own ipsets and one ACCEPT; dnsmasq feeds every set that covers a name" {
+  ipv6 on
+  export AGENT_SANDBOX_ALLOW_DOMAINS='db.internal:5432, dns.internal:853/udp, *.corp.example, git.corp.example:2222/TCP, api.corp.example'
+  run "$SCRIPT"
+  assert_success
+  run cat "$TEST_TMP/ipset-create"
+  assert_line 'create agent-sandbox-tcp5432-4 hash:ip family inet'
+  assert_line 'create agent-sandbox-tcp5432-6 hash:ip family inet6'
+  assert_line 'create agent-sandbox-udp853-4 hash:ip family inet'
+  assert_line 'create agent-sandbox-tcp2222-6 hash:ip family inet6'
+  run cat "$TEST_TMP/rules4"
+  assert_line '-A AGENT-SANDBOX-PORTS -p tcp -m tcp --dport 5432 -m set --match-set agent-sandbox-tcp5432-4 dst -j ACCEPT'
+  assert_line '-A AGENT-SANDBOX-PORTS -p udp -m udp --dport 853 -m set --match-set agent-sandbox-udp853-4 dst -j ACCEPT'
+  run grep -c -- '--dport 22 ' "$TEST_TMP/rules4"
+  assert_output 1
+  run cat "$TEST_TMP/rules6"
+  assert_line '-A AGENT-SANDBOX-PORTS -p tcp -m tcp --dport 2222 -m set --match-set agent-sandbox-tcp2222-6 dst -j ACCEPT'
+  run cat "$AGENT_SANDBOX_STATE_DIR/dnsmasq.conf"
+  # A port entry alone is not web: db.internal's addresses go to its port's sets only.
+  assert_line 'ipset=/db.internal/agent-sandbox-tcp5432-4,agent-sandbox-tcp5432-6'
+  assert_line 'ipset=/corp.example/agent-sandbox-allow4,agent-sandbox-allow6'
+  assert_line 'ipset=/git.corp.example/agent-sandbox-tcp2222-4,agent-sandbox-tcp2222-6,agent-sandbox-allow4,agent-sandbox-allow6'
+  assert_line 'ipset=/github.com/agent-sandbox-allow4,agent-sandbox-allow6,agent-sandbox-tcp22-4,agent-sandbox-tcp22-6'
+  run grep -c '^server=/github.com/' "$AGENT_SANDBOX_STATE_DIR/dnsmasq.conf"
+  assert_output 1
+  run cat "$AGENT_SANDBOX_STATE_DIR/allowlist"
+  assert_line 'git.corp.example:2222'
+  assert_line 'dns.internal:853/udp'
+}
+
+@test "TCP 80 and 443 are what a bare name means: as a port entry they are refused, naming the fix" {
+  AGENT_SANDBOX_ALLOW_DOMAINS='api.example:443' run "$SCRIPT"
+  assert_failure
+  assert_line --index $((${#lines[@]} - 1)) "init-firewall: invalid entry 'api.example:443' in AGENT_SANDBOX_ALLOW_DOMAINS: TCP ports 80 and 443 are what 'api.example' alone allows (through the egress gateway); write api.example"
+  assert_nothing_loaded
+  AGENT_SANDBOX_ALLOW_DOMAINS='api.example:443/udp' run "$SCRIPT"
+  assert_success
 }
 
 @test "invalid ports are rejected and nothing is loaded" {
@@ -195,7 +280,7 @@ assert_nothing_loaded() {
   export AGENT_SANDBOX_ALLOW_DOMAINS=$'*.Example.COM, pypi.org\nfiles.pythonhosted.org _acme.internal'
   run "$SCRIPT"
   assert_success
-  assert_output --partial "ready (19 domains"
+  assert_output --partial "ready (21 domains"
   run cat "$AGENT_SANDBOX_STATE_DIR/dnsmasq.conf"
   local opt
   # strict-order: upstreams asked in resolv.conf's order, as libc does (a Podman network's DNS first).
@@ -213,9 +298,9 @@ assert_nothing_loaded() {
   refute_line --regexp '^(no-hosts|resolv-file)'
   run cat "$AGENT_SANDBOX_STATE_DIR/allowlist"
   assert_line --index 0 registry.npmjs.org
-  assert_line --index 15 '*.example.com'
-  assert_line --index 18 '_acme.internal'
-  [ "${#lines[@]}" -eq 19 ]
+  assert_line --index 17 '*.example.com'
+  assert_line --index 20 '_acme.internal'
+  [ "${#lines[@]}" -eq 21 ]
   grep -q "^dnsmasq --conf-file=$AGENT_SANDBOX_STATE_DIR/dnsmasq.conf --pid-file=$AGENT_SANDBOX_STATE_DIR/dnsmasq.pid\$" "$STUB_LOG"
 }
 
@@ -226,7 +311,7 @@ assert_nothing_loaded() {
     : > "$STUB_LOG"
     AGENT_SANDBOX_ALLOW_DOMAINS="ok.example,$d" run "$SCRIPT"
     assert_failure
-    assert_line --index $((${#lines[@]} - 1)) "init-firewall: invalid domain '$d' in AGENT_SANDBOX_ALLOW_DOMAINS: expected a hostname like example.com or *.example.com"
+    assert_line --index $((${#lines[@]} - 1)) "init-firewall: invalid entry '$d' in AGENT_SANDBOX_ALLOW_DOMAINS: expected a hostname like example.com or *.example.com, optionally with :PORT or :PORT/udp (e.g. github.com:22)"
     assert_nothing_loaded
   done
 }
@@ -235,7 +320,7 @@ assert_nothing_loaded() {
   printf 'good.example\nbad..example # comment\n' > "$TEST_TMP/defaults.txt"
   AGENT_SANDBOX_DEFAULT_DOMAINS_FILE="$TEST_TMP/defaults.txt" run "$SCRIPT"
   assert_failure
-  assert_output --partial "invalid domain 'bad..example' in $TEST_TMP/defaults.txt"
+  assert_output --partial "invalid entry 'bad..example' in $TEST_TMP/defaults.txt"
   assert_nothing_loaded
 }
 
@@ -253,10 +338,10 @@ assert_nothing_loaded() {
   export AGENT_SANDBOX_ALLOW_DOMAINS='github.com,new.example,*.new.example,NEW.example'
   run "$SCRIPT"
   assert_success
-  assert_output --partial "init-firewall: warning: duplicate domain 'github.com' in AGENT_SANDBOX_ALLOW_DOMAINS ignored"
-  assert_output --partial "duplicate domain '*.new.example' in AGENT_SANDBOX_ALLOW_DOMAINS ignored (same as 'new.example')"
-  assert_output --partial "duplicate domain 'new.example' in AGENT_SANDBOX_ALLOW_DOMAINS ignored"
-  assert_output --partial "ready (16 domains"
+  assert_output --partial "init-firewall: warning: duplicate entry 'github.com' in AGENT_SANDBOX_ALLOW_DOMAINS ignored"
+  assert_output --partial "duplicate entry '*.new.example' in AGENT_SANDBOX_ALLOW_DOMAINS ignored (same as 'new.example')"
+  assert_output --partial "duplicate entry 'new.example' in AGENT_SANDBOX_ALLOW_DOMAINS ignored"
+  assert_output --partial "ready (18 domains"
   run grep -c '^new.example$' "$AGENT_SANDBOX_STATE_DIR/allowlist"
   assert_output 1
   run grep -c '^server=/new.example/' "$AGENT_SANDBOX_STATE_DIR/dnsmasq.conf"
@@ -269,7 +354,7 @@ assert_nothing_loaded() {
   run grep '^ipset' "$STUB_LOG"
   assert_output 'ipset -exist restore'
   run cat "$TEST_TMP/ipset-create"
-  assert_output $'create agent-sandbox-allow4 hash:ip family inet\ncreate agent-sandbox-allow6 hash:ip family inet6\ncreate agent-sandbox-net4 hash:net family inet'
+  assert_output $'create agent-sandbox-allow4 hash:ip family inet\ncreate agent-sandbox-allow6 hash:ip family inet6\ncreate agent-sandbox-net4 hash:net family inet\ncreate agent-sandbox-tcp22-4 hash:ip family inet\ncreate agent-sandbox-tcp22-6 hash:ip family inet6'
   [ ! -e "$TEST_TMP/ipset-restore" ]
 }
 
@@ -289,11 +374,11 @@ assert_nothing_loaded() {
   stub ipset 'echo "ipset: something else" >&2; exit 1'
   run "$SCRIPT"
   assert_failure
-  assert_line --index $((${#lines[@]} - 1)) 'init-firewall: cannot create ipsets agent-sandbox-allow4, agent-sandbox-allow6 and agent-sandbox-net4: ipset: something else'
+  assert_line --index $((${#lines[@]} - 1)) 'init-firewall: cannot create ipsets agent-sandbox-allow4, agent-sandbox-allow6, agent-sandbox-net4 and those of the declared ports: ipset: something else'
   stub ipset 'exit 2'
   run "$SCRIPT"
   assert_failure
-  assert_line --index $((${#lines[@]} - 1)) 'init-firewall: cannot create ipsets agent-sandbox-allow4, agent-sandbox-allow6 and agent-sandbox-net4: ipset exited with an error'
+  assert_line --index $((${#lines[@]} - 1)) 'init-firewall: cannot create ipsets agent-sandbox-allow4, agent-sandbox-allow6, agent-sandbox-net4 and those of the declared ports: ipset exited with an error'
   [ ! -e "$TEST_TMP/rules4" ]
 }
 
@@ -407,7 +492,7 @@ server=/github.com/10.255.255.53'
   echo added.example >> "$AGENT_SANDBOX_STATE_DIR/allowlist"
   run "$SCRIPT"
   assert_success
-  assert_output --partial "ready (16 domains"
+  assert_output --partial "ready (18 domains"
   refute_output --partial warning
   grep -qx 'server=/added.example/127.0.0.11' "$AGENT_SANDBOX_STATE_DIR/dnsmasq.conf"
 }
@@ -435,7 +520,7 @@ server=/github.com/10.255.255.53'
   run "$SCRIPT"
   assert_success
   assert_output --partial "init-firewall: warning: IPv6 is disabled in this container; no IPv6 rules loaded (ip6tables-restore v1.8.11 (nf_tables): unknown option)"
-  assert_output --partial "ready (15 domains, backend nft)"
+  assert_output --partial "ready (17 domains, backend nft)"
 }
 
 @test "IPv6 enabled (even with conf/all/disable_ipv6=1): an ip6tables failure is fatal" {
@@ -457,9 +542,10 @@ server=/github.com/10.255.255.53'
   assert_line ':INPUT DROP [0:0]'
   assert_line ':FORWARD DROP [0:0]'
   assert_line '-A OUTPUT -o lo -j ACCEPT'
-  assert_line '-A OUTPUT -m set --match-set agent-sandbox-allow6 dst -j ACCEPT'
+  assert_line '-A OUTPUT -p tcp -m multiport --dports 80,443 -m set --match-set agent-sandbox-allow6 dst -j ACCEPT'
   assert_line '-A OUTPUT -p ipv6-icmp -m icmp6 --icmpv6-type neighbour-solicitation -m hl --hl-eq 255 -j ACCEPT'
-  assert_line '-A INPUT -p tcp -m tcp --dport 3000 -j ACCEPT'
+  assert_line '-A INPUT -s fd00::1 -p tcp -m tcp --dport 3000 -j ACCEPT'
+  assert_line '-A INPUT -s fd00::5 -p tcp -m tcp --dport 3000 -j ACCEPT'
   assert_line --index $((${#lines[@]} - 2)) '-A OUTPUT -j REJECT --reject-with icmp6-port-unreachable'
   refute_line --partial 'agent-sandbox-allow4'
   refute_line --partial 'agent-sandbox-net4'
@@ -481,7 +567,7 @@ server=/github.com/10.255.255.53'
   run "$SCRIPT"
   assert_success
   assert_output --partial "init-firewall: warning: using iptables backend legacy (nft: iptables-restore v1.8.11 (nf_tables): RULE_APPEND failed)"
-  assert_output --partial "ready (15 domains, backend legacy)"
+  assert_output --partial "ready (17 domains, backend legacy)"
   [ "$(cat "$AGENT_SANDBOX_STATE_DIR/backend")" = legacy ]
   grep -q ':OUTPUT DROP' "$TEST_TMP/rules4-legacy"
   grep -q ':OUTPUT DROP' "$TEST_TMP/rules6-legacy"
@@ -771,7 +857,7 @@ warn() { printf "lib: warning: %s\n" "$*" >&2; }
 
 @test "is shellcheck-clean" {
   command -v shellcheck > /dev/null || fail "shellcheck is not installed: scripts/setup-engine.sh installs it"
-  cd "$ROOT" && run shellcheck base-image/init-firewall.sh base-image/firewall-lib.sh \
+  cd "$ROOT" && run shellcheck base-image/init-firewall.sh base-image/firewall-lib.sh base-image/firewall-entries.sh \
     base-image/firewall-allow.sh base-image/firewall-status.sh base-image/root-env.sh
   assert_success
 }
@@ -786,7 +872,7 @@ gateway_env() {
   stub iptables 'case "$*" in --version) echo "iptables v1.8.11 (nf_tables)" ;; "-S"*) echo "-P OUTPUT DROP" ;; "-t nat -C "*) exit 1 ;; esac'
 }
 
-@test "gateway: web traffic of every uid but the gateway's is redirected to it, and refused if it was not" {
+@test "gateway: web traffic of every uid but the gateway's is redirected to it; 80/443 out is the gateway's alone" {
   gateway_env
   run "$SCRIPT"
   assert_success
@@ -802,14 +888,21 @@ gateway_env() {
   # the jump from OUTPUT is added once (the stub's -C fails: not there yet)
   run grep -F 'iptables -t nat -I OUTPUT 1 -j AGENT-SANDBOX-GW' "$STUB_LOG"
   assert_success
-  # filter: the redirected connections accepted, then 80/443 closed to every other uid, before the allowlist
+  # filter: the redirected connections accepted, then 80/443 of allowlisted
+  # addresses for the gateway's uid only; another uid's (not redirected: a rule
+  # lost) goes on to the logged refusal at the end, like any other port.
   accept="$(line_no '-A OUTPUT -d 127.0.0.1/32 -p tcp -m multiport --dports 19080,19443 -j ACCEPT' "$TEST_TMP/rules4")"
-  reject="$(line_no '-A OUTPUT -p tcp -m multiport --dports 80,443 -m owner ! --uid-owner 65532 -m set --match-set agent-sandbox-allow4 dst -j REJECT --reject-with tcp-reset' "$TEST_TMP/rules4")"
-  run grep -cF -- '-m multiport --dports 80,443 -m owner ! --uid-owner 65532 -m set --match-set agent-sandbox-net4 dst -j REJECT' "$TEST_TMP/rules4"
+  gw="$(line_no '-A OUTPUT -p tcp -m multiport --dports 80,443 -m owner --uid-owner 65532 -m set --match-set agent-sandbox-allow4 dst -j ACCEPT' "$TEST_TMP/rules4")"
+  run grep -cF -- '-A OUTPUT -p tcp -m multiport --dports 80,443 -m owner --uid-owner 65532 -m set --match-set agent-sandbox-net4 dst -j ACCEPT' "$TEST_TMP/rules4"
   assert_output 1
-  allow="$(line_no '-A OUTPUT -m set --match-set agent-sandbox-allow4 dst -j ACCEPT' "$TEST_TMP/rules4")"
-  [ -n "$accept" ] && [ -n "$reject" ] && [ -n "$allow" ]
-  ((accept < reject && reject < allow))
+  run grep -cF -- '--dports 80,443' "$TEST_TMP/rules4"
+  assert_output 2
+  run grep -E -- '-m set --match-set agent-sandbox-(allow4|net4) dst -j ACCEPT' "$TEST_TMP/rules4"
+  refute_line --regexp '^-A OUTPUT (-m set|-p tcp -m multiport --dports 80,443 -m set)'
+  nflog="$(line_no '-A OUTPUT -m limit --limit 20/s -j NFLOG --nflog-group 42 --nflog-prefix agent-sandbox-deny' "$TEST_TMP/rules4")"
+  reject="$(line_no '-A OUTPUT -p tcp -j REJECT --reject-with tcp-reset' "$TEST_TMP/rules4")"
+  [ -n "$accept" ] && [ -n "$gw" ] && [ -n "$nflog" ] && [ -n "$reject" ]
+  ((accept < gw && gw < nflog && nflog < reject))
 }
 
 @test "gateway: IPv6 gets the same redirects to ::1" {
@@ -823,11 +916,16 @@ gateway_env() {
   assert_success
 }
 
-@test "gateway: without one, nothing is added to nat and 80/443 stay as before" {
+@test "gateway: without one, nothing is added to nat and 80/443 of allowlisted addresses are open to every uid" {
   run "$SCRIPT"
   assert_success
   [ ! -e "$TEST_TMP/nat4" ]
   run grep -F -- '--dports 80,443' "$TEST_TMP/rules4"
+  assert_output "-A OUTPUT -p tcp -m multiport --dports 80,443 -m set --match-set agent-sandbox-allow4 dst -j ACCEPT
+-A OUTPUT -p tcp -m multiport --dports 80,443 -m set --match-set agent-sandbox-net4 dst -j ACCEPT"
+  run grep -F -- '--uid-owner 65532' "$TEST_TMP/rules4"
+  assert_failure
+  run grep -F -- '-j REDIRECT' "$TEST_TMP/rules4"
   assert_failure
 }
 

@@ -15,6 +15,8 @@ setup() {
   export AGENT_SANDBOX_MOUNTINFO="$TEST_TMP/mountinfo"
   export AGENT_SANDBOX_PROC_DIR="$TEST_TMP/proc"
   export AGENT_SANDBOX_WATCH_INTERVAL=0.01
+  # Polling only; the event helpers have cases of their own below.
+  export AGENT_SANDBOX_WATCH_EVENTS=0
   export AGENT_SANDBOX_PROTECTED_MOUNTS=$'/workspace/my repo/.husky\n/workspace/my repo/.agent-precommit/user-context.json'
   mkdir -p "$AGENT_SANDBOX_STATE_DIR" "$AGENT_SANDBOX_PROC_DIR"
   mountinfo husky ctx
@@ -242,9 +244,9 @@ setpriv --reuid=node --regid=node --clear-groups kill -s KILL -- 40'
   run grep -c 'dns-watch: ' "$TEST_TMP/state/firewall.log"
   assert_output 4
   run grep -o 'dns-watch: .*' "$TEST_TMP/state/firewall.log"
-  assert_line --index 0 'dns-watch: resolv.conf rewritten (nameservers: 127.0.0.11): reloading the firewall for them'
+  assert_line --index 0 'dns-watch: resolv.conf rewritten (nameservers: 127.0.0.11): reloading the firewall for them (seen by the check every 0.01 s)'
   assert_line --index 1 'dns-watch: resolv.conf points at 127.0.0.1 again'
-  assert_line --index 2 'dns-watch: resolv.conf rewritten (nameservers: 10.89.1.1 127.0.0.1): reloading the firewall for them'
+  assert_line --index 2 'dns-watch: resolv.conf rewritten (nameservers: 10.89.1.1 127.0.0.1): reloading the firewall for them (seen by the check every 0.01 s)'
   kill -0 "$WATCH_PID"
 }
 
@@ -328,6 +330,158 @@ setpriv --reuid=node --regid=node --clear-groups kill -s KILL -- 40'
   wait_for "$TEST_TMP/state/compromised"
   run grep -c 'kill -s KILL -- -1' "$STUB_LOG"
   assert_output 1
+}
+
+# events_setup [FINDMNT_BODY]: the event helpers as stubs. findmnt prints each line
+# appended to $TEST_TMP/mnt-events, inotifywait each line of $TEST_TMP/ino-events
+# (after its "Watches established."); setpriv --pdeathsig runs its command. Each
+# writes its pid to $TEST_TMP/NAME.pid.
+events_setup() {
+  export AGENT_SANDBOX_WATCH_EVENTS=1 AGENT_SANDBOX_WATCH_IDLE=30
+  : > "$TEST_TMP/mnt-events"
+  : > "$TEST_TMP/ino-events"
+  stub setpriv 'if [ "$1" = --pdeathsig ]; then shift 3; exec "$@"; fi'
+  stub findmnt "${1:-echo \$\$ > \"\$TEST_TMP/findmnt.pid\"; exec tail -n 0 -f \"\$TEST_TMP/mnt-events\"}"
+  stub inotifywait 'echo $$ > "$TEST_TMP/inotifywait.pid"; echo "Setting up watches." >&2; echo "Watches established." >&2; exec tail -n 0 -f "$TEST_TMP/ino-events"'
+}
+
+# settled: started, ready, and past the second of polling after the helpers' start.
+settled() {
+  : > "$TEST_TMP/state/ready"
+  watch_bg "$@"
+  wait_for "$TEST_TMP/findmnt.pid"
+  sleep 1.3
+}
+
+@test "events: idle, a lost mount is not polled for; a mount-table event checks at once and the log says so" {
+  events_setup
+  settled
+  mountinfo ctx
+  sleep 0.3
+  [ ! -e "$TEST_TMP/state/compromised" ]
+  echo umount >> "$TEST_TMP/mnt-events"
+  wait_for "$TEST_TMP/state/compromised"
+  run cat "$TEST_TMP/state/mount-watch.log"
+  assert_output --regexp '^[0-9T:-]+Z protected path /workspace/my repo/.husky was unmounted: seen by an event \(umount\)$'
+  run grep -c '^setpriv --reuid=node --regid=node --clear-groups kill -s KILL -- -1$' "$STUB_LOG"
+  assert_output 1
+}
+
+@test "events: inotifywait watches every mount point, its parent and resolv.conf; an inotify line checks at once" {
+  events_setup
+  dns_setup
+  settled --dns
+  run grep '^inotifywait ' "$STUB_LOG"
+  assert_output "inotifywait -m -e close_write,attrib,move,create,delete,delete_self,move_self,unmount --format %e -- $(printf '%s ' '/workspace/my repo/.husky' '/workspace/my repo' '/workspace/my repo/.agent-precommit/user-context.json' '/workspace/my repo/.agent-precommit' "$AGENT_SANDBOX_RESOLV_CONF" | sed 's/ $//')"
+  engine_writes $'nameserver 127.0.0.11\n'
+  sleep 0.3
+  run reloads
+  assert_output 0
+  echo CLOSE_WRITE,CLOSE >> "$TEST_TMP/ino-events"
+  wait_reloads 1
+  run grep -o 'dns-watch: .*' "$TEST_TMP/state/firewall.log"
+  assert_line --index 0 'dns-watch: resolv.conf rewritten (nameservers: 127.0.0.11): reloading the firewall for them (seen by an event (CLOSE_WRITE,CLOSE))'
+}
+
+@test "events: a watched inode gone (DELETE_SELF, MOVE_SELF, IGNORED) starts inotifywait again; other events do not" {
+  events_setup
+  settled
+  # The watcher starts inotifywait after findmnt: on a loaded machine, after settled's pause.
+  wait_for "$TEST_TMP/inotifywait.pid"
+  for ((i = 0; i < 1000; i++)); do grep -q '^inotifywait ' "$STUB_LOG" && break; sleep 0.01; done
+  first="$(cat "$TEST_TMP/inotifywait.pid")"
+  echo ATTRIB >> "$TEST_TMP/ino-events"
+  echo CREATE,ISDIR >> "$TEST_TMP/ino-events"
+  sleep 0.3
+  run grep -c '^inotifywait ' "$STUB_LOG"
+  assert_output 1
+  for ev in DELETE_SELF MOVE_SELF IGNORED; do
+    echo "$ev" >> "$TEST_TMP/ino-events"
+    for ((i = 0; i < 500; i++)); do [ "$(cat "$TEST_TMP/inotifywait.pid")" = "$first" ] || break; sleep 0.01; done
+    second="$(cat "$TEST_TMP/inotifywait.pid")"
+    [ "$second" != "$first" ]
+    # The old one is gone.
+    for ((i = 0; i < 1000; i++)); do kill -0 "$first" 2> /dev/null || break; sleep 0.01; done
+    run kill -0 "$first"
+    assert_failure
+    first="$second"
+  done
+}
+
+@test "events: a helper that cannot run: polls at the interval and tries to start it again every second" {
+  events_setup 'exit 1'
+  : > "$TEST_TMP/state/ready"
+  watch_bg
+  sleep 2.5
+  mountinfo ctx
+  wait_for "$TEST_TMP/state/compromised"
+  run cat "$TEST_TMP/state/mount-watch.log"
+  assert_output --partial 'was unmounted: seen by the check every 0.01 s'
+  n="$(grep -c '^findmnt ' "$STUB_LOG")"
+  (( n >= 2 && n <= 4 ))
+}
+
+@test "events: a helper killed is noticed at the next check and started again" {
+  events_setup
+  export AGENT_SANDBOX_WATCH_IDLE=0.5
+  settled
+  first="$(cat "$TEST_TMP/findmnt.pid")"
+  kill -s KILL "$first"
+  for ((i = 0; i < 300; i++)); do [ "$(cat "$TEST_TMP/findmnt.pid")" = "$first" ] || break; sleep 0.01; done
+  [ "$(cat "$TEST_TMP/findmnt.pid")" != "$first" ]
+  run grep -c '^findmnt --poll --noheadings --raw --output ACTION$' "$STUB_LOG"
+  assert_output 2
+  run cat "$TEST_TMP/state/mount-watch.log"
+  assert_output --regexp 'Z findmnt is not running: starting it again, polling meanwhile$'
+}
+
+@test "events: before the sandbox is ready it polls, events or not" {
+  events_setup
+  watch_bg
+  wait_for "$TEST_TMP/findmnt.pid"
+  sleep 1.3
+  mountinfo husky
+  wait_for "$TEST_TMP/state/compromised"
+  run cat "$TEST_TMP/state/mount-watch.log"
+  assert_output --partial 'seen by the check every 0.01 s'
+}
+
+@test "events: stopped with TERM, it takes its helpers with it" {
+  events_setup
+  settled
+  kill "$WATCH_PID"
+  wait "$WATCH_PID" || true
+  WATCH_PID=""
+  for name in findmnt inotifywait; do
+    pid="$(cat "$TEST_TMP/$name.pid")"
+    for ((i = 0; i < 1000; i++)); do kill -0 "$pid" 2> /dev/null || break; sleep 0.01; done
+    run kill -0 "$pid"
+    assert_failure
+  done
+}
+
+@test "events: idle, it starts no process and does not wake (own pid namespace, with --dns, ready)" {
+  [ "$EUID" = 0 ] && command -v unshare > /dev/null || fail "needs root and unshare(1) (CI runs the bats suite as root)"
+  events_setup
+  dns_setup
+  : > "$TEST_TMP/state/ready"
+  run unshare --pid --fork bash -c '
+    "$0" --dns > /dev/null 2>&1 &
+    w=$!
+    while [ ! -e "$AGENT_SANDBOX_STATE_DIR/mount-watch.pid" ]; do read -r -t 0.01 _ <> <(:) || :; done
+    read -r -t 1.5 _ <> <(:) || :
+    before=$(< /proc/sys/kernel/ns_last_pid)
+    ctx0=$(grep -h voluntary_ctxt_switches /proc/$w/status | grep -v non | grep -o "[0-9]*")
+    read -r -t 1 _ <> <(:) || :
+    after=$(< /proc/sys/kernel/ns_last_pid)
+    ctx1=$(grep -h voluntary_ctxt_switches /proc/$w/status | grep -v non | grep -o "[0-9]*")
+    echo "$before $after $ctx0 $ctx1"' "$SCRIPT"
+  assert_success
+  read -r before after ctx0 ctx1 <<< "$output"
+  # Pids: the caller'"'"'s own <(:), ctx0's pipeline (3) and the grep pipeline for ctx1 come after "after".
+  (( after - before <= 5 ))
+  # Asleep in read(2): at most a wake-up or two, where polling makes 100.
+  (( ctx1 - ctx0 <= 2 ))
 }
 
 @test "sandbox-exec refuses with 125 once compromised, in one line naming the path; quietly for the CLI" {

@@ -263,3 +263,32 @@ free_port() { node -e "const s = require('net').createServer().listen(0, '127.0.
   AGENT_SANDBOX_CHECK_GATEWAY=$port run "$SCRIPT" echo ran
   assert_output 'ran'
 }
+
+@test "gate check: refuses (125, nothing run) when the push gate's port does not listen; quietly for the CLI" {
+  : > "$AGENT_SANDBOX_STATE_DIR/ready"
+  gw=$(free_port)
+  listen "$gw"
+  gate=$(free_port)
+  AGENT_SANDBOX_GATEWAY_UID=65532 AGENT_SANDBOX_GATE_PORT=$gate AGENT_SANDBOX_CHECK_GATEWAY=$gw run "$SCRIPT" touch "$TEST_TMP/ran"
+  assert_equal "$status" 125
+  assert_output 'agent-sandbox: refused: the push gate does not serve this sandbox (no git push host); agent-sandbox exec or start makes it anew'
+  [ ! -e "$TEST_TMP/ran" ]
+  AGENT_SANDBOX_GATE_PORT=$gate AGENT_SANDBOX_CHECK_GATEWAY=$gw AGENT_SANDBOX_QUIET_REFUSAL=compromised run "$SCRIPT" touch "$TEST_TMP/ran"
+  kill "$LISTENER"
+  assert_equal "$status" 125
+  assert_output ''
+  [ ! -e "$TEST_TMP/ran" ]
+}
+
+@test "gate check: runs the command when the gate's port listens (the control), and when no check is asked" {
+  : > "$AGENT_SANDBOX_STATE_DIR/ready"
+  gate=$(free_port)
+  AGENT_SANDBOX_GATE_PORT=$gate run "$SCRIPT" echo ran
+  assert_success
+  assert_output 'ran'
+  listen "$gate"
+  AGENT_SANDBOX_GATE_PORT=$gate AGENT_SANDBOX_CHECK_GATEWAY=1 run "$SCRIPT" echo ran
+  kill "$LISTENER"
+  assert_success
+  assert_output 'ran'
+}

@@ -1,5 +1,5 @@
 /**
- * Issue 7: agent accounts and configuration against the real engine:
+ * Agent accounts and configuration against the real engine:
  * codex-init-config, codex-logout, claude-init-config, the aliases, the git
  * identity, sharedAgentConfig: false, and no token in any output.
  *
@@ -10,10 +10,10 @@
  * sandboxes run with "network": "none", so Codex started inside reaches nothing.
  */
 import {createHash, randomBytes} from 'node:crypto'
-import {mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
+import {mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
-import {cleanupUnder, cli, docker, initWorkspace, inspect, makeWorkspace, removeWorkspace, type Result, TEST_ROOT, TEST_UID, trustWorkspace} from './helpers.js'
+import {cleanupUnder, cli, docker, initWorkspace, inspect, makeWorkspace, removeWorkspace, type Result, TEST_ROOT, TEST_STATE_HOME, TEST_UID, trustWorkspace} from './helpers.js'
 
 const TOKEN = `agent-sandbox-it-token-${randomBytes(8).toString('hex')}`
 const BASE = 'agent-sandbox-base:latest'
@@ -192,10 +192,12 @@ describe('codex-init-config, with no sandbox running', () => {
     for (const f of Object.values(await snapshot(volA.codex))) expect(f).toMatch(/^1000 1000 644 /)
   })
 
-  it('--auth imports auth.json and profile.json, mode 0600, byte for byte', async () => {
-    const r = await as(home, 'codex-init-config', wsA, '--auth', '--json')
+  it('--auth --plain imports auth.json and profile.json, mode 0600, byte for byte, with a warning', async () => {
+    const r = await as(home, 'codex-init-config', wsA, '--auth', '--plain', '--json')
     expect(r.exitCode, r.stderr).toBe(0)
+    expect(r.stderr).toContain(`--plain: the real Codex credentials go into ${volA.codex}, where the agent can read them`)
     const result = JSON.parse(r.stdout)
+    expect(result.credentials).toBe('plain')
     expect(result).toMatchObject({agent: 'codex', volume: volA.codex, shared: false, owner: {uid: 1000, gid: 1000}})
     expect(result.files).toContainEqual({name: 'auth.json', action: 'created', source: join(home, '.codex', 'auth.json')})
     expect(result.files).toContainEqual({name: 'profile.json', action: 'created', source: join(home, '.codex', 'profile.json')})
@@ -210,7 +212,7 @@ describe('codex-init-config, with no sandbox running', () => {
     writeFileSync(join(home, '.codex', 'profile.json'), JSON.stringify({profile: 'v2', secret: TOKEN}))
     await peek(volA.codex, 'echo "# mine" >> /v/config.toml')
     const before = await snapshot(volA.codex)
-    const r = await as(home, 'codex-init-config', wsA, '--auth')
+    const r = await as(home, 'codex-init-config', wsA, '--auth', '--plain')
     expect(r.exitCode, r.stderr).toBe(0)
     expect(r.stdout).toContain(`auth.json: imported from ${join(home, '.codex', 'auth.json')} (replaced the previous one)`)
     expect(r.stdout).toContain('profile.json: exists, left alone (--force overwrites it)')
@@ -218,6 +220,35 @@ describe('codex-init-config, with no sandbox running', () => {
     expect(after['auth.json']).toBe(`1000 1000 600 ${fileSha(join(home, '.codex', 'auth.json'))}`)
     expect(after['profile.json']).toBe(`1000 1000 600 ${oldProfile}`)
     expect({...after, 'auth.json': ''}).toEqual({...before, 'auth.json': ''})
+  })
+
+  it('--auth (masked, the default) writes auth.json of the same shape with surrogates; the real tokens go to the host store, 0600', async () => {
+    const r = await as(home, 'codex-init-config', wsA, '--auth', '--json')
+    expect(r.exitCode, r.stderr).toBe(0)
+    expect(JSON.parse(r.stdout).credentials).toBe('masked')
+    const real = JSON.parse(readFileSync(join(home, '.codex', 'auth.json'), 'utf8'))
+    const inVolume = JSON.parse((await peek(volA.codex, 'cat /v/auth.json')).stdout)
+    expect(Object.keys(inVolume.tokens).sort()).toEqual(Object.keys(real.tokens).sort())
+    expect(inVolume.tokens.account_id).toBe(real.tokens.account_id)
+    expect(inVolume.last_refresh).toBe(real.last_refresh)
+    for (const field of ['access_token', 'refresh_token', 'id_token']) {
+      expect(inVolume.tokens[field]).not.toBe(real.tokens[field])
+      expect(inVolume.tokens[field]).toHaveLength(real.tokens[field].length)
+    }
+    // The id token's header and claims are kept: only its signature differs.
+    expect(inVolume.tokens.id_token.split('.').slice(0, 2)).toEqual(real.tokens.id_token.split('.').slice(0, 2))
+    expect((await peek(volA.codex, 'cat /v/auth.json')).stdout).not.toContain(TOKEN)
+    const store = join(TEST_STATE_HOME, 'agent-sandbox', 'logins', `${volA.codex}.json`)
+    expect(statSync(store).mode & 0o777).toBe(0o600)
+    const stored = JSON.parse(readFileSync(store, 'utf8')) as {logins: Array<{name: string; value: string; surrogate: string}>}
+    expect(stored.logins.map((l) => l.value).sort()).toEqual([real.tokens.access_token, real.tokens.id_token, real.tokens.refresh_token].sort())
+    expect(stored.logins.find((l) => l.value === real.tokens.refresh_token)?.surrogate).toBe(inVolume.tokens.refresh_token)
+  })
+
+  it('--plain without --auth is a one-line error', async () => {
+    const r = await as(home, 'codex-init-config', wsA, '--plain')
+    expect(r.exitCode).toBe(2)
+    expect(r.stderr.trim()).toBe('agent-sandbox: error: --plain applies to --auth only (hint: run codex-init-config --auth --plain)')
   })
 
   it('--auth without a host auth.json is a one-line error, and nothing changes (even with --force)', async () => {
@@ -261,7 +292,7 @@ describe('in a running sandbox', () => {
 
   const inA = (...command: string[]) => as(home, 'exec', wsA, '--', ...command)
 
-  it('the volume belongs to the renumbered node, and Codex inside sees the login and the high profile', async () => {
+  it('the volume belongs to the renumbered node, and Codex inside sees the (masked) login and the high profile', async () => {
     for (const f of Object.values(await snapshot(volA.codex))) expect(f.startsWith(`${TEST_UID} ${TEST_UID} `)).toBe(true)
     const status = await inA('codex', 'login', 'status')
     expect(status.exitCode, status.stderr).toBe(0)
@@ -275,7 +306,7 @@ describe('in a running sandbox', () => {
 
   it('a re-import while it runs gives the files to the volume owner, so node can still read them', async () => {
     writeFileSync(join(home, '.codex', 'auth.json'), codexAuth('v3'))
-    const r = await as(home, 'codex-init-config', wsA, '--auth', '--json')
+    const r = await as(home, 'codex-init-config', wsA, '--auth', '--plain', '--json')
     expect(r.exitCode, r.stderr).toBe(0)
     expect(JSON.parse(r.stdout).owner).toEqual({uid: TEST_UID, gid: TEST_UID})
     expect((await snapshot(volA.codex))['auth.json']).toBe(`${TEST_UID} ${TEST_UID} 600 ${fileSha(join(home, '.codex', 'auth.json'))}`)
@@ -333,8 +364,8 @@ describe('in a running sandbox', () => {
     expect(again.stdout.split('\n')).toEqual(['auth.json: not present', 'profile.json: not present'])
   })
 
-  it('claude-init-config --auth seeds settings and imports the credentials; Claude Code inside is logged in', async () => {
-    const r = await as(home, 'claude-init-config', wsA, '--auth')
+  it('claude-init-config --auth --plain seeds settings and imports the credentials as they are; Claude Code inside is logged in', async () => {
+    const r = await as(home, 'claude-init-config', wsA, '--auth', '--plain')
     expect(r.exitCode, r.stderr).toBe(0)
     expect(r.stdout.split('\n')).toEqual([
       'settings.json: created',
@@ -368,7 +399,7 @@ describe('in a running sandbox', () => {
     writeFileSync(join(home, '.claude', '.credentials.json'), claudeCredentials('v2'))
     writeFileSync(join(home, '.claude.json'), JSON.stringify({hasCompletedOnboarding: true, userID: `${TOKEN}-user`, state: 'v2'}))
     const before = await snapshot(volA.claude)
-    const r = await as(home, 'claude-init-config', wsA, '--auth')
+    const r = await as(home, 'claude-init-config', wsA, '--auth', '--plain')
     expect(r.exitCode, r.stderr).toBe(0)
     expect(r.stdout).toContain('settings.json: exists, left alone')
     expect(r.stdout).toContain('.claude.json: exists, left alone')

@@ -1,5 +1,5 @@
 /**
- * Issue 6: branch mode on the real engine: repo-shelf, worktrees, `git push
+ * Branch mode on the real engine: repo-shelf, worktrees, `git push
  * host <branch>`, hooks from the host, naming, concurrency and removal.
  * Origins here are never reachable (no network): provisioning falls back to
  * the host repository, as the issue requires.

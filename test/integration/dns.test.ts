@@ -1,5 +1,5 @@
 /**
- * Issue 17, robust DNS: a network connected to a running sandbox makes the
+ * Robust DNS: a network connected to a running sandbox makes the
  * engine rewrite its /etc/resolv.conf (Docker: to its own 127.0.0.11; Podman:
  * the new network's DNS, its gateway, in front). The sandbox must point it back
  * at its own resolver and take the new resolvers as upstreams, so that an
@@ -154,6 +154,9 @@ describe('a network connected to a running sandbox (docker network connect)', ()
     const log = must(await docker('exec', sandbox, 'cat', '/run/agent-sandbox/firewall.log'), 'firewall.log').stdout
     expect(log).toMatch(/dns-watch: resolv\.conf rewritten \(nameservers: [^)]*\): reloading the firewall/)
     expect(log).toMatch(/dns-watch: resolv\.conf points at 127\.0\.0\.1 again/)
+    // The engine's rewrite is seen by inotify on resolv.conf, not by the timed check every 10 s.
+    expect(log).toMatch(/reloading the firewall for them \(seen by an event \(/)
+    expect(log).not.toMatch(/seen by the check every/)
     const script = [
       `echo nameserver ${engineDns} > /etc/resolv.conf; echo "write $?"`,
       `echo nameserver ${engineDns} >> /etc/resolv.conf; echo "append $?"`,
@@ -179,6 +182,8 @@ describe('a network connected to a running sandbox (docker network connect)', ()
     must(await docker('exec', '-u', 'root', sandbox, 'sh', '-c', rewrite), 'rewriting resolv.conf')
     expect(await resolvesTo(ws, allowed, ip.allowed)).toBe(ip.allowed)
     expect(must(await docker('exec', sandbox, 'cat', '/etc/resolv.conf'), 'cat').stdout).toMatch(/^nameserver 127\.0\.0\.1$/m)
+    const reloads = must(await docker('exec', sandbox, 'grep', 'reloading the firewall for them', '/run/agent-sandbox/firewall.log'), 'firewall.log').stdout.trim().split('\n')
+    expect(reloads.at(-1)).toMatch(/\(seen by an event \(CLOSE_WRITE/)
     // The control: without the watcher, the same rewrite stays and nothing resolves.
     must(await docker('exec', '-u', 'root', sandbox, 'sh', '-c', 'kill "$(cat /run/agent-sandbox/mount-watch.pid)"'), 'stopping mount-watch')
     must(await docker('exec', '-u', 'root', sandbox, 'sh', '-c', rewrite), 'rewriting resolv.conf')

@@ -1,5 +1,5 @@
 /**
- * Issue 17, operations: httpRules added live with `firewall allow --methods
+ * Operations: httpRules added live with `firewall allow --methods
  * /--paths` (and saved), doctor's probes of the gateway's refusals (a masked
  * secret's surrogate sent to another host, a blocked method), and the warm
  * paths making anew a gateway that does not serve the sandbox (killed, or left
@@ -81,7 +81,7 @@ beforeAll(async () => {
 describe('firewall allow --methods / --paths: httpRules added live', () => {
   it('a blocked path becomes allowed at once, without a restart; other paths and methods stay blocked; the log names the new rule', async () => {
     const before = await curl('-w', '%{http_code}', `http://${api}/priv/x`)
-    expect(before.stdout, before.stderr).toBe(`agent-sandbox gateway: GET ${api}/priv/x refused: path /priv/x not in httpRules ${api} methods GET paths /pub/*\n403`)
+    expect(before.stdout, before.stderr).toBe(`agent-sandbox gateway: GET ${api}/priv/x refused: path /priv/x not in httpRules ${api} methods GET paths /pub/*; waiting for the user's approval: agent-sandbox firewall allow ${api} --methods GET --paths /priv/x\n403`)
     const started = [(await inspect(sandbox)).State.StartedAt, (await inspect(`${sandbox}-gateway`)).State.StartedAt]
     const r = must(await cli(['firewall', 'allow', api, ws, '--methods', 'GET,HEAD', '--paths', '/priv/*']), 'firewall allow --paths')
     expect(r.stdout).toContain(`added httpRules ${api} methods GET,HEAD paths /priv/* in ${sandbox} (live)`)

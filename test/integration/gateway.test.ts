@@ -1,5 +1,5 @@
 /**
- * Issue 17, slice 1: the egress gateway on the real engine, against test sites
+ * The egress gateway on the real engine, against test sites
  * this file starts itself on a network it creates (never any other address).
  * Fronting by Host and by SNI is refused while the legitimate request works;
  * a plain container on the same network (the control) shows each fronting

@@ -1,5 +1,5 @@
 /**
- * Issue 5 inside a real sandbox: the git wrapper is on every PATH, refuses
+ * Inside a real sandbox: the git wrapper is on every PATH, refuses
  * skipping hooks and rewriting history, and the host's .git/config and hooks
  * are out of the agent's reach (it has a git directory of its own, whose
  * pinned keys keep the hooks on), while honest work (commits, branches,

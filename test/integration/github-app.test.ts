@@ -1,5 +1,5 @@
 /**
- * Issue 10: GitHub App credentials, against the real engine, real git and a
+ * GitHub App credentials, against the real engine, real git and a
  * stand-in GitHub (fixtures/fake-github/server.mjs) in a container of our own
  * on a network of our own. The stand-in checks the App JWT against the public
  * half of a key pair made here, hands out installation tokens that expire
@@ -7,7 +7,7 @@
  * certificate from a test CA the workspace image trusts) to
  * `x-access-token:<valid token>` only.
  *
- * Issue 17: the token is behind the egress gateway. The sandbox (git's
+ * The token is behind the egress gateway. The sandbox (git's
  * askpass, gh) holds a surrogate; the gateway alone has the token and puts it
  * in requests to the stand-in; renewals reach the gateway; the default rules
  * limit the stand-in (a GitHub Enterprise Server to gh) to the workspace's
@@ -182,6 +182,9 @@ beforeAll(async () => {
       github: {appId: APP_ID, installationId: INSTALLATION_ID, privateKeyPath: join(keyDir, 'app.pem'), apiUrl: `http://${fakeIp}:8080`, gitUrl: `https://${FAKE}`, refreshMarginSeconds: MARGIN},
       dockerNetwork: NET,
       allowDomains: [OTHER],
+      // Every host intercepted, so that the App token's surrogate is seen (and refused) wherever it is sent;
+      // by default a host with neither rules nor a secret is passed through, where a surrogate is worthless.
+      gateway: {inspectAll: true},
       // Keep the firewall from fetching GitHub's address ranges: this test talks to its own containers only.
       env: {AGENT_SANDBOX_GITHUB_META: '0'},
     }),

@@ -104,6 +104,8 @@ export async function makeWorkspace(name = 'ws', options: WorkspaceOptions = {})
   }
   const owner = options.owner ?? TEST_UID
   chownTree(path, owner, owner)
+  // The parent stands for the owner's home: theirs, so their own git can reach the workspace.
+  chownSync(parent, owner, owner)
   return path
 }
 

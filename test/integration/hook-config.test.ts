@@ -1,5 +1,5 @@
 /**
- * Issue 20: quality gates cannot be weakened by editing their configuration.
+ * Quality gates cannot be weakened by editing their configuration.
  * A real engine, the real frameworks (husky, lint-staged, commitlint,
  * lefthook, simple-git-hooks from npm; pre-commit from Debian in the
  * workspace's own image), one repository per framework whose hook FAILS,

@@ -1,5 +1,5 @@
 /**
- * Issue 15: the agent never writes the host's .git, whatever the user does on
+ * The agent never writes the host's .git, whatever the user does on
  * the host while the sandbox runs, and every push to the host goes through
  * the gate. A real engine, real git, a workspace owned by a non-root user and
  * every host-side command run as that user.

@@ -1,5 +1,5 @@
 /**
- * Issue 2: build-base and the per-repo image on the real engine: pinned and
+ * `build-base` and the per-repo image on the real engine: pinned and
  * resolved versions, the tools in the image, init/build, cache, bad config.
  */
 import {execa} from 'execa'

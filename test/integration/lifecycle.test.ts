@@ -1,5 +1,5 @@
 /**
- * Issue 3: the daily loop against the real engine: start, exec, shell, stop,
+ * The daily loop against the real engine: start, exec, shell, stop,
  * rm, show-run, list, volume; protected paths; concurrency; history.
  */
 import {execa} from 'execa'

@@ -1,5 +1,5 @@
 /**
- * Issue 19: containers inside the sandbox. Against the real engine and the
+ * Containers inside the sandbox. Against the real engine and the
  * built CLI: a sandbox started with --nested gives `node` rootless Podman
  * (`docker`, DOCKER_HOST) with no capabilities and no sudo; `docker run` and
  * `docker build` of a workspace Dockerfile work on images made in the sandbox
@@ -143,7 +143,12 @@ cd "$(dirname "$0")" && printf 'FROM localhost/nestit-node:1\\nCOPY web.js /srv/
     expect(dockerOff.exitCode).toBe(125)
     expect(dockerOff.stderr).toContain('nested containers are off in this sandbox; start it with --nested')
     const info = await inspect(plainSandbox)
-    expect(info.HostConfig.SecurityOpt).toEqual(['no-new-privileges'])
+    // Every sandbox has our default seccomp profile (AF_VSOCK refused, no user namespaces), never the nested one.
+    const opts = info.HostConfig.SecurityOpt as string[]
+    expect(opts[0]).toBe('no-new-privileges')
+    expect(opts).toHaveLength(2)
+    expect(opts[1]).toMatch(/^seccomp=\{/)
+    expect(opts[1]).toContain('AF_VSOCK')
     expect(info.HostConfig.Devices ?? []).toEqual([])
     // the twin: the nested sandbox can, and its /proc is not masked
     expect((await sbx(ws, 'unshare', '--user', 'true')).exitCode).toBe(0)
@@ -318,7 +323,9 @@ cd "$(dirname "$0")" && printf 'FROM localhost/nestit-node:1\\nCOPY web.js /srv/
     const info = await inspect(sandbox)
     expect(r.stdout).toContain(`dev.agent-sandbox.spec=${info.Config.Labels['dev.agent-sandbox.spec']}`)
     const without = await cli(['show-run', ws])
-    expect(without.stdout).not.toContain('seccomp=')
+    expect(without.stdout).toMatch(/--security-opt seccomp=\S+seccomp-default\.json/)
+    expect(without.stdout).not.toContain('seccomp-nested.json')
+    expect(without.stdout).not.toContain('systempaths=unconfined')
   })
 
   it('registry presets are off by default; --registry allowlists a registry\'s domains; an unknown one is a usage error', async () => {

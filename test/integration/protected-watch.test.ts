@@ -1,5 +1,5 @@
 /**
- * Issue 15, part 4: the host detaches a protected mount (a rename over the
+ * The host detaches a protected mount (a rename over the
  * mount point, or the mounted directory removed), and mount-watch stops the
  * agent. For each host action, done as the workspace owner: the agent's
  * long-running process dies, sandbox-exec refuses, doctor names the mount, and
@@ -53,6 +53,9 @@ async function expectCaughtAndRestored(relative: string, mount: string, action: 
   const ended = await Promise.race([agent, new Promise<undefined>((r) => setTimeout(() => r(undefined), 10_000))])
   expect(ended, 'the agent process outlived the lost mount').toBeDefined()
   expect(ended!.exitCode).toBe(137)
+  // Seen by an event (a mount-table change or inotify), not by the timed check every 10 s.
+  const log = await docker('exec', name, 'cat', '/run/agent-sandbox/mount-watch.log')
+  expect(log.stdout, log.stderr).toContain(`protected path ${repo}/${mount} was unmounted: seen by an event (`)
   // A fresh exec is refused, and the host file is not written.
   const write = await docker('exec', '-u', 'node', name, '/usr/local/bin/sandbox-exec', 'sh', '-c', `echo x >> ${relative}`)
   expect(write.exitCode, write.stderr).toBe(125)
@@ -143,6 +146,7 @@ describe('a protected mount detached by the host', () => {
   it('start restarts a running compromised sandbox', async () => {
     await start()
     await compromise('rm -rf .husky && mkdir .husky && printf x > .husky/pre-commit')
+    expect((await docker('exec', name, 'cat', '/run/agent-sandbox/mount-watch.log')).stdout).toContain('was unmounted: seen by an event (')
     const started = await cli(['start', ws, '--json'])
     expect(started.exitCode, started.stderr).toBe(0)
     expect(started.stderr).toContain(`restarted ${name}`)

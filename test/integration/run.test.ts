@@ -1,5 +1,5 @@
 /**
- * Issue 8: one-shot runs, resource limits, secrets by reference, and the
+ * One-shot runs, resource limits, secrets by reference, and the
  * SandboxManager API, on the real engine.
  */
 import {execa} from 'execa'
@@ -25,9 +25,10 @@ beforeAll(async () => {
   await initWorkspace(ws)
   // A target of our own on a network of our own, for the network tests.
   await docker('network', 'create', netName)
+  // It listens on 8080: a name alone opens 80 and 443 only, so the config declares target:8080.
   const t = await docker('run', '-d', '--name', target, '--network', netName, '--entrypoint', 'node', 'agent-sandbox-base:latest', '-e', "require('http').createServer((q,r)=>r.end('target-ok')).listen(8080)")
   expect(t.exitCode, t.stderr).toBe(0)
-  writeFileSync(join(ws, '.agent-sandbox', 'config.json'), JSON.stringify({dockerNetwork: netName, allowDomains: [target]}))
+  writeFileSync(join(ws, '.agent-sandbox', 'config.json'), JSON.stringify({dockerNetwork: netName, allowDomains: [target, `${target}:8080`]}))
   // The test's own widening settings: approved, as their user would.
   await trustWorkspace(ws)
 })
@@ -101,13 +102,13 @@ describe('run', () => {
     expect(r.exitCode, r.stderr).toBe(0)
     expect(r.stdout).toContain('value-matches')
     expect(r.stdout + r.stderr).not.toContain(secret)
-    writeFileSync(join(ws, '.agent-sandbox', 'config.json'), JSON.stringify({dockerNetwork: netName, allowDomains: [target], secretEnv: ['RUN_IT_TOKEN']}))
+    writeFileSync(join(ws, '.agent-sandbox', 'config.json'), JSON.stringify({dockerNetwork: netName, allowDomains: [target, `${target}:8080`], secretEnv: ['RUN_IT_TOKEN']}))
     await trustWorkspace(ws)
     const shown = await cli(['show-run', ws], {env})
     expect(shown.exitCode).toBe(0)
     expect(shown.stdout).toContain('--env RUN_IT_TOKEN ')
     expect(shown.stdout).not.toContain(secret)
-    writeFileSync(join(ws, '.agent-sandbox', 'config.json'), JSON.stringify({dockerNetwork: netName, allowDomains: [target]}))
+    writeFileSync(join(ws, '.agent-sandbox', 'config.json'), JSON.stringify({dockerNetwork: netName, allowDomains: [target, `${target}:8080`]}))
     await trustWorkspace(ws)
     const unset = await cli(['run', ws, '--env', 'NOT_SET_ANYWHERE_X', '--', 'true'])
     expect(unset.exitCode).toBe(2)

@@ -1,5 +1,5 @@
 /**
- * Issue 16: a repository's own .agent-sandbox/ is untrusted input. Against the
+ * A repository's own .agent-sandbox/ is untrusted input. Against the
  * real engine and the built CLI: every command that would apply a widening
  * setting from an untrusted (or changed) workspace file refuses with exit 2
  * before creating anything or reading a secret; `trust` approves the exact

@@ -11,7 +11,7 @@ import {execa} from 'execa'
 import {existsSync, readFileSync, statSync} from 'node:fs'
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
-import {BIN} from '../integration/helpers.js'
+import {BIN, freePort} from '../integration/helpers.js'
 
 const USER = 'asbx-rootless'
 const HOME = `/home/${USER}`
@@ -154,6 +154,28 @@ describe('rootless Podman', () => {
       expect(Number(r.stdout.trim())).toBe(64 * 1024 * 1024)
     }
     expect((await podman('ps', '-aq')).stdout).toBe(before)
+  })
+
+  it('a published port answers the user on the host (inbound is accepted only from the port publisher)', async () => {
+    const served = await repo('ports')
+    mustPass(await cli('init', served), 'init')
+    const hostPort = await freePort()
+    const config = JSON.stringify({ports: [`127.0.0.1:${hostPort}:3000`], env: {AGENT_SANDBOX_GITHUB_META: '0'}})
+    mustPass(await asUser(['sh', '-c', 'printf "%s\\n" "$1" > "$2"', 'sh', config, join(served, '.agent-sandbox', 'config.json')]), 'config')
+    mustPass(await cli('trust', served, '--yes'), 'trust')
+    mustPass(await cli('start', served), 'start')
+    try {
+      const listen = "require('http').createServer((q, r) => r.end('served')).listen(3000, '0.0.0.0')"
+      mustPass(await cli('exec', served, '--', 'bash', '-c', `nohup node -e "${listen}" > /dev/null 2>&1 &`), 'server in the sandbox')
+      let got: Result = {exitCode: -1, stdout: '', stderr: ''}
+      for (let i = 0; i < 40 && got.stdout !== 'served'; i++) {
+        if (i > 0) await new Promise((resolve) => setTimeout(resolve, 250))
+        got = await asUser(['curl', '-sS', '--max-time', '5', `http://127.0.0.1:${hostPort}/`])
+      }
+      expect(got.stdout, got.stderr).toBe('served')
+    } finally {
+      mustPass(await cli('rm', served, '--volumes', '--yes'), 'rm')
+    }
   })
 
   it('rm --volumes removes the sandboxes and their volumes', async () => {

@@ -63,6 +63,15 @@ describe('readBuildContext and buildKey', () => {
     expect(readBuildContext(dir).map((e) => `${e.kind}:${e.path}`)).toEqual(['file:Dockerfile', 'dir:sub', 'file:sub/a.sh', 'link:sub/link'])
   })
 
+  it('leaves the settings file at the root out (config.json is no build input), not a config.json below it', () => {
+    make()
+    const key = keyOf()
+    writeFileSync(join(dir, 'config.json'), '{"allowDomains": ["a.example"]}\n')
+    expect(keyOf()).toBe(key)
+    writeFileSync(join(dir, 'sub', 'config.json'), '{}\n')
+    expect(keyOf()).not.toBe(key)
+  })
+
   it('is stable, and changes with any input', () => {
     make()
     const key = keyOf()

@@ -99,6 +99,11 @@ describe('route', () => {
   it('finds commands and topic commands, and leaves help, topics and unknown names to oclif', () => {
     expect(route(['exec', '--', 'ls', '--help'])).toEqual({id: 'exec', rest: ['--', 'ls', '--help']})
     expect(route(['firewall', 'allow', 'x.example'])).toEqual({id: 'firewall:allow', rest: ['x.example']})
+    // A command that is also a topic: its subcommands first, else itself (from its folder's index).
+    expect(route(['review', 'show', 'main'])).toEqual({id: 'review:show', rest: ['main']})
+    expect(route(['review', './app', '--json'])).toEqual({id: 'review', rest: ['./app', '--json']})
+    expect(route(['review'])).toEqual({id: 'review', rest: []})
+    expect([commandFile('review'), commandFile('review:show'), commandFile('firewall:allow')]).toEqual(['review/index', 'review/show', 'firewall/allow'])
     for (const argv of [['exec', '--help', '--', 'true'], ['list', '-h'], ['firewall'], ['firewall', 'nope'], ['nope'], ['help', 'exec'], ['__proto__'], ['toString'], []]) {
       expect(route(argv), JSON.stringify(argv)).toBeUndefined()
     }

@@ -12,13 +12,13 @@ import type {CommandClass} from '../../src/cli/command.js'
 
 const ROOT = resolve(import.meta.dirname, '..', '..')
 
-/** Every command in src/commands, by id (`firewall/allow.ts` is `firewall:allow`), as oclif finds them. */
+/** Every command in src/commands, by id (`firewall/allow.ts` is `firewall:allow`, `review/index.ts` is `review`), as oclif finds them. */
 async function commandsFromSources(): Promise<CommandEntry[]> {
   const files = readdirSync(join(ROOT, 'src', 'commands'), {recursive: true, encoding: 'utf8'}).filter((f) => f.endsWith('.ts'))
   return Promise.all(
     files.map(async (file) => {
       const cls = (await import(join(ROOT, 'src', 'commands', file))).default as CommandClass
-      const id = file.slice(0, -3).split('/').join(':')
+      const id = file.slice(0, -3).replace(/\/index$/, '').split('/').join(':')
       return {
         id,
         summary: cls.summary,

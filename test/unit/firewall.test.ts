@@ -5,6 +5,8 @@ import {afterEach, beforeEach, describe, expect, it, vi} from 'vitest'
 import type {Engine, ExecResult} from '../../src/lib/engine/index.js'
 import {checkFirewallRules, formatDoctor, parseDoctorOutput, planGatewayProbes} from '../../src/lib/sandbox/doctor.js'
 import {gatewayCommand} from '../../src/lib/network/gateway/ports.js'
+import {allowedBy} from '../../src/lib/network/firewall-denied.js'
+import {parseAllowEntry} from '../../src/lib/util/allow-entry.js'
 import {formatStatus, parseDeniedLine, parseStatus, type FirewallStatus} from '../../src/lib/network/firewall.js'
 import {allowDomains, splitDomainsAndPath, validateDomains} from '../../src/lib/network/firewall-allow.js'
 import {describeWorkspace, Labels, Names, type Workspace} from '../../src/lib/workspace.js'
@@ -16,7 +18,9 @@ const RULES4 = [
   '-P FORWARD DROP',
   '-P OUTPUT DROP',
   '-A INPUT -i lo -j ACCEPT',
+  '-A INPUT -p icmp -m icmp --icmp-type 5 -j DROP',
   '-A INPUT -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT',
+  '-A INPUT -s 172.17.0.1/32 -p tcp -m tcp --dport 3000 -j ACCEPT',
   '-A INPUT -p tcp -j REJECT --reject-with tcp-reset',
   '-A INPUT -j REJECT --reject-with icmp-port-unreachable',
   '-A OUTPUT -d 127.0.0.11/32 -m owner --uid-owner 999 -j ACCEPT',
@@ -26,8 +30,9 @@ const RULES4 = [
   '-A OUTPUT -p udp -m udp --dport 53 -m owner --uid-owner 0 -j ACCEPT',
   '-A OUTPUT -p tcp -m tcp --dport 53 -m owner --uid-owner 0 -j ACCEPT',
   '-A OUTPUT -d 10.255.255.53/32 -p udp -m udp --dport 53 -m owner --uid-owner 999 -j ACCEPT',
-  '-A OUTPUT -m set --match-set agent-sandbox-allow4 dst -j ACCEPT',
-  '-A OUTPUT -m set --match-set agent-sandbox-net4 dst -j ACCEPT',
+  '-A OUTPUT -p tcp -m multiport --dports 80,443 -m set --match-set agent-sandbox-allow4 dst -j ACCEPT',
+  '-A OUTPUT -p tcp -m multiport --dports 80,443 -m set --match-set agent-sandbox-net4 dst -j ACCEPT',
+  '-A OUTPUT -j AGENT-SANDBOX-PORTS',
   '-A OUTPUT -m limit --limit 20/sec -j NFLOG --nflog-prefix agent-sandbox-deny --nflog-group 42',
   '-A OUTPUT -p tcp -j REJECT --reject-with tcp-reset',
   '-A OUTPUT -j REJECT --reject-with icmp-port-unreachable',
@@ -36,11 +41,14 @@ const RULES6 = [
   '-P INPUT DROP',
   '-P FORWARD DROP',
   '-P OUTPUT DROP',
+  '-A INPUT -p ipv6-icmp -m icmp6 --icmpv6-type 137 -j DROP',
+  '-A INPUT -p ipv6-icmp -m icmp6 --icmpv6-type 134 -j DROP',
+  '-A INPUT -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT',
   '-A OUTPUT -o lo -j ACCEPT',
   '-A OUTPUT -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT',
   '-A OUTPUT -p ipv6-icmp -m icmp6 --icmpv6-type 135 -m hl --hl-eq 255 -j ACCEPT',
   '-A OUTPUT -p ipv6-icmp -m icmp6 --icmpv6-type 143 -j DROP',
-  '-A OUTPUT -m set --match-set agent-sandbox-allow6 dst -j ACCEPT',
+  '-A OUTPUT -p tcp -m multiport --dports 80,443 -m set --match-set agent-sandbox-allow6 dst -j ACCEPT',
   '-A OUTPUT -m limit --limit 20/sec -j NFLOG --nflog-prefix agent-sandbox-deny --nflog-group 42',
   '-A OUTPUT -p tcp -j REJECT --reject-with tcp-reset',
   '-A OUTPUT -j REJECT --reject-with icmp6-port-unreachable',
@@ -114,10 +122,12 @@ describe('parseStatus / formatStatus', () => {
     const text = formatStatus(parseStatus(JSON.stringify(raw), {name: 'c1', network: 'firewall'}))
     expect(text).toContain('Rules in force (IPv4):\n  -P INPUT DROP')
     expect(text).toContain('Rules in force (IPv6):\n  (none loaded: IPv6 is disabled in this sandbox)')
-    expect(text).toContain('Allowlist (1 domains, each with its subdomains):\n  github.com')
+    expect(text).toContain('Allowlist (1 entries, each with its subdomains; a name alone is TCP 80/443 through the gateway):\n  github.com')
     expect(text).toContain('agent-sandbox-allow4=2  agent-sandbox-allow6=?')
-    expect(text).toContain('Denied DNS names (most recent last):\n  evil.test\n  worse.test')
-    expect(text).toMatch(/TIME +PROTO +FROM +TO\n +03:15:24\.057260 +tcp +10\.0\.0\.2:44918 +10\.0\.0\.9:22/)
+    // each with the line of a pending approval: the command that grants it
+    const line = (n: string) => `agent-sandbox firewall: ${n} refused: DNS name not allowlisted; waiting for the user's approval: agent-sandbox firewall allow ${n}`
+    expect(text).toContain(`Denied DNS names (most recent last):\n  ${line('evil.test')}\n  ${line('worse.test')}`)
+    expect(text).toMatch(/TIME +PROTO +FROM +TO +ALLOWED BY\n +03:15:24\.057260 +tcp +10\.0\.0\.2:44918 +10\.0\.0\.9:22 +-/)
   })
 
   it('says plainly when there is no firewall', () => {
@@ -242,7 +252,7 @@ describe('validateDomains', () => {
 
   it('names every bad domain in one error', () => {
     expect(() => validateDomains(['ok.example', 'https://x.example', 'x.example:443', '10.0.0.1', 'a..b', '*'])).toThrow(
-      'not a valid domain: "https://x.example", "x.example:443", "10.0.0.1", "a..b", "*"',
+      'not a valid allowlist entry: "https://x.example", "x.example:443", "10.0.0.1", "a..b", "*"',
     )
     expect(() => validateDomains([])).toThrow('no domain given')
   })
@@ -324,7 +334,7 @@ describe('allowDomains', () => {
   })
 
   it('invalid domains change nothing', async () => {
-    await expect(allowDomains({engine}, ws, ['ok.example', 'bad domain'], {save: true})).rejects.toThrow('not a valid domain: "bad domain"')
+    await expect(allowDomains({engine}, ws, ['ok.example', 'bad domain'], {save: true})).rejects.toThrow('not a valid allowlist entry: "bad domain"')
     expect(exec).not.toHaveBeenCalled()
     expect(inspect).not.toHaveBeenCalled()
   })
@@ -419,5 +429,33 @@ describe('allowDomains', () => {
       await expect(allowDomains({engine}, ws, ['a.example'], {rule: {methods: 'GET'}})).rejects.toThrow(/has no egress gateway/)
       expect(exec).not.toHaveBeenCalled()
     })
+  })
+})
+
+describe('allowedBy', () => {
+  const conn = (destination: string, protocol = 'tcp') => ({time: 't', protocol, source: '10.0.0.2:1', destination, line: ''})
+  const resolved = [{address: '10.0.0.9', name: 'db.example.com'}, {address: 'fd00::9', name: 'api.github.com'}, {address: '10.0.0.8', name: 'evil.test'}]
+  const allowlist = ['*.example.com', 'github.com', 'github.com:22']
+  it('names the entry that would allow a refused port of an allowlisted name', () => {
+    expect(allowedBy(conn('10.0.0.9:3128'), allowlist, resolved)).toBe('db.example.com:3128')
+    expect(allowedBy(conn('10.0.0.9:443', 'udp'), allowlist, resolved)).toBe('db.example.com:443/udp')
+    expect(allowedBy(conn('[fd00::9]:8080'), allowlist, resolved)).toBe('api.github.com:8080')
+  })
+  it('names nothing for an address no allowlisted name resolved to, or for ICMP', () => {
+    expect(allowedBy(conn('10.0.0.8:80'), allowlist, resolved)).toBeUndefined()
+    expect(allowedBy(conn('10.0.0.7:80'), allowlist, resolved)).toBeUndefined()
+    expect(allowedBy(conn('10.0.0.9', 'icmp'), allowlist, resolved)).toBeUndefined()
+  })
+})
+
+describe('parseAllowEntry', () => {
+  it('reads names, TCP and UDP ports, in one written form', () => {
+    expect(parseAllowEntry('GitHub.com:22')).toMatchObject({ok: true, entry: {text: 'github.com:22', base: 'github.com', port: 22, protocol: 'tcp'}})
+    expect(parseAllowEntry('*.x.example:53/UDP')).toMatchObject({ok: true, entry: {text: '*.x.example:53/udp', base: 'x.example', protocol: 'udp'}})
+    expect(parseAllowEntry('x.example:22/tcp')).toMatchObject({ok: true, entry: {text: 'x.example:22'}})
+  })
+  it('refuses TCP 80/443 (the bare name), bad ports and non-names, saying why', () => {
+    expect(parseAllowEntry('x.example:443')).toEqual({ok: false, reason: 'TCP ports 80 and 443 are what x.example alone allows (through the egress gateway): write x.example'})
+    for (const bad of ['x.example:0', 'x.example:65536', '10.0.0.1:22', 'https://x.example', 'x.example:22/sctp']) expect(parseAllowEntry(bad).ok, bad).toBe(false)
   })
 })

@@ -1,4 +1,4 @@
-/** Issue 17, slices 2 and 3, pure parts: httpRules decisions and merging, the per-sandbox CA and its leaf certificates, masked secrets. */
+/** The gateway's pure parts: httpRules decisions and merging, the per-sandbox CA and its leaf certificates, masked secrets. */
 import {execFileSync} from 'node:child_process'
 import {createPrivateKey, X509Certificate} from 'node:crypto'
 import {once} from 'node:events'
@@ -8,7 +8,7 @@ import {join} from 'node:path'
 import type {AddressInfo} from 'node:net'
 import {connect, createServer} from 'node:tls'
 import {afterAll, describe, expect, it, vi} from 'vitest'
-import {checkRules, DEFAULT_HTTP_RULES, isHttpRule, layerWithRule, mergeHttpRules, normaliseRequestPath, parseRuleLines, planRuleAdd, rulesFor, rulesLoosen} from '../../src/lib/network/gateway/rules.js'
+import {judgeHttpRules, DEFAULT_HTTP_RULES, isHttpRule, layerWithRule, mergeHttpRules, normaliseRequestPath, parseRuleLines, planRuleAdd, rulesFor, rulesLoosen} from '../../src/lib/network/gateway/rules.js'
 import {makeSurrogate, swapSecrets, type MaskedSecret} from '../../src/lib/network/gateway/secrets.js'
 import {createCa, createLeafMinter} from '../../src/lib/network/gateway/certificates.js'
 
@@ -23,27 +23,27 @@ describe('httpRules', () => {
   it('lets a host without restricting rules through untouched (pass-through)', () => {
     expect(rulesFor('other.org', rules)).toEqual([])
     expect(rulesFor('open.example.org', rules)).toEqual([])
-    expect(checkRules('other.org', 'DELETE', '/x', rules)).toEqual({allowed: true})
+    expect(judgeHttpRules('other.org', 'DELETE', '/x', rules)).toEqual({allowed: true})
   })
 
   it('refuses a method or a path outside the rules, naming the rule; admits the twin', () => {
-    expect(checkRules('registry.npmjs.org', 'GET', '/left-pad', rules)).toEqual({allowed: true, rule: 'httpRules registry.npmjs.org methods GET,HEAD'})
-    expect(checkRules('registry.npmjs.org', 'PUT', '/left-pad', rules)).toEqual({allowed: false, rule: 'method PUT not in httpRules registry.npmjs.org methods GET,HEAD'})
-    expect(checkRules('github.com', 'POST', '/myorg/myrepo.git/git-receive-pack', rules).allowed).toBe(true)
-    expect(checkRules('github.com', 'GET', '/other/repo.git/info/refs', rules)).toEqual({
+    expect(judgeHttpRules('registry.npmjs.org', 'GET', '/left-pad', rules)).toEqual({allowed: true, rule: 'httpRules registry.npmjs.org methods GET,HEAD'})
+    expect(judgeHttpRules('registry.npmjs.org', 'PUT', '/left-pad', rules)).toEqual({allowed: false, rule: 'method PUT not in httpRules registry.npmjs.org methods GET,HEAD'})
+    expect(judgeHttpRules('github.com', 'POST', '/myorg/myrepo.git/git-receive-pack', rules).allowed).toBe(true)
+    expect(judgeHttpRules('github.com', 'GET', '/other/repo.git/info/refs', rules)).toEqual({
       allowed: false,
       rule: 'path /other/repo.git/info/refs not in httpRules github.com paths /myorg/myrepo.git/*,/myorg/myrepo/*',
     })
-    expect(checkRules('a.example.com', 'GET', '/pub/x', rules).allowed).toBe(true)
-    expect(checkRules('example.com', 'POST', '/pub/x', rules).allowed).toBe(true) // *.x covers subdomains only
-    expect(checkRules('a.example.com', 'POST', '/pub/x', rules).allowed).toBe(false)
+    expect(judgeHttpRules('a.example.com', 'GET', '/pub/x', rules).allowed).toBe(true)
+    expect(judgeHttpRules('example.com', 'POST', '/pub/x', rules).allowed).toBe(true) // *.x covers subdomains only
+    expect(judgeHttpRules('a.example.com', 'POST', '/pub/x', rules).allowed).toBe(false)
   })
 
   it('judges the path with dot segments resolved, so ../ cannot climb out of an allowed prefix', () => {
     const judged = normaliseRequestPath('/myorg/myrepo/../../other/repo?x=1')
     expect(judged).toEqual({path: '/other/repo', search: '?x=1'})
     expect(normaliseRequestPath('/myorg/myrepo/%2e%2e/%2E%2E/other')?.path).toBe('/other')
-    expect(checkRules('github.com', 'GET', judged?.path ?? '', rules).allowed).toBe(false)
+    expect(judgeHttpRules('github.com', 'GET', judged?.path ?? '', rules).allowed).toBe(false)
     expect(normaliseRequestPath('http://x/y')).toBeUndefined()
   })
 
@@ -68,9 +68,9 @@ describe('live httpRules (firewall allow --methods/--paths)', () => {
   it('adds beside the rules of a restricted host (the union admits both), never narrows an unrestricted one', () => {
     expect(planRuleAdd(DEFAULT_HTTP_RULES, put, false)).toBe('add')
     const after = [...DEFAULT_HTTP_RULES, put]
-    expect(checkRules('registry.npmjs.org', 'PUT', '/@myorg/pkg', after).allowed).toBe(true)
-    expect(checkRules('registry.npmjs.org', 'PUT', '/other', after).allowed).toBe(false)
-    expect(checkRules('registry.npmjs.org', 'GET', '/other', after).allowed).toBe(true)
+    expect(judgeHttpRules('registry.npmjs.org', 'PUT', '/@myorg/pkg', after).allowed).toBe(true)
+    expect(judgeHttpRules('registry.npmjs.org', 'PUT', '/other', after).allowed).toBe(false)
+    expect(judgeHttpRules('registry.npmjs.org', 'GET', '/other', after).allowed).toBe(true)
     expect(planRuleAdd(after, {...put, host: 'Registry.npmjs.org'}, false)).toBe('present')
     expect(planRuleAdd(DEFAULT_HTTP_RULES, {host: 'github.com', methods: ['GET']}, false)).toBe('unrestricted')
     expect(planRuleAdd(DEFAULT_HTTP_RULES, {host: 'new.example', methods: ['GET']}, true)).toBe('add')

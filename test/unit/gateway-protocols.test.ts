@@ -1,6 +1,6 @@
 /**
- * Issue 17: the gateway's protocols on intercepted hosts, with the real server
- * (startGateway) on loopback: HTTP/2 from the client (ALPN h2) forwarded to an
+ * The gateway's protocols on intercepted hosts, with the real server
+ * (serveGateway) on loopback: HTTP/2 from the client (ALPN h2) forwarded to an
  * HTTP/1.1 site, and WebSocket upgrades. A stand-in resolver answers 127.0.0.1
  * for every name; the site's certificate comes from a CA of its own, which the
  * gateway is given as its upstream roots. The engine-level proofs (curl in a
@@ -17,7 +17,7 @@ import {join} from 'node:path'
 import tls from 'node:tls'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {parseRequestLog, REQUEST_LOG} from '../../src/lib/network/gateway/log.js'
-import {SECRETS_FILE, startGateway, type RunningGateway} from '../../src/lib/network/gateway/server.js'
+import {SECRETS_FILE, serveGateway, type RunningGateway} from '../../src/lib/network/gateway/server.js'
 import {createCa, createLeafMinter} from '../../src/lib/network/gateway/certificates.js'
 
 const API = 'api.test'
@@ -98,7 +98,7 @@ beforeAll(async () => {
   for (let attempt = 0; ; attempt++) {
     const base = 20_000 + Math.floor(Math.random() * 20_000)
     try {
-      gateway = await startGateway({
+      gateway = await serveGateway({
         httpPort: base,
         tlsPort: base + 1,
         listen: ['127.0.0.1'],
@@ -110,7 +110,8 @@ beforeAll(async () => {
         upstreamHttpPort: 1,
         upstreamTlsPort: (site.address() as AddressInfo).port,
         maxLogBytes: 1024 * 1024,
-        rules: [{host: API, paths: ['/pub/*']}],
+        // OTHER has a rule that restricts little, so that it is intercepted too (a host with neither rules nor secrets is passed through).
+        rules: [{host: API, paths: ['/pub/*']}, {host: OTHER, methods: ['GET', 'POST']}],
         upstreamCa: [siteCa.cert],
         masked: ['TOKEN'],
         onRecord: (line) => recorded.push(line),
@@ -200,7 +201,7 @@ describe('HTTP/2 on an intercepted host', () => {
       const blocked = await h2Get(session, {':path': '/private'})
       expect(blocked.status).toBe(403)
       expect(blocked.headers['x-agent-sandbox']).toBe('blocked')
-      expect(blocked.body).toBe(`agent-sandbox gateway: GET ${API}/private refused: path /private not in httpRules ${API} paths /pub/*\n`)
+      expect(blocked.body).toBe(`agent-sandbox gateway: GET ${API}/private refused: path /private not in httpRules ${API} paths /pub/*; waiting for the user's approval: agent-sandbox firewall allow ${API} --methods GET --paths /private\n`)
       expect(seen.length).toBe(before)
     } finally {
       session.close()

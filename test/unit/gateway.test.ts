@@ -82,7 +82,7 @@ describe('the gateway decisions', () => {
     expect(decideHttp('evil.test', '/x', list)).toMatchObject({allowed: false, status: 403, rule: 'not allowlisted'})
     expect(decideHttp('10.0.0.1', '/x', list)).toMatchObject({allowed: false, status: 403})
     expect(decideHttp(undefined, '/x', list)).toMatchObject({allowed: false, status: 400})
-    expect(decideHttp('github.com', 'http://evil.test/x', list)).toMatchObject({allowed: false, status: 421})
+    expect(decideHttp('github.com', 'http://evil.test/x', list)).toMatchObject({allowed: false, status: 400})
     expect(decideHttp('github.com', 'http://github.com/x', list)).toMatchObject({allowed: true})
   })
 

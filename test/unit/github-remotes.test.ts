@@ -9,7 +9,7 @@ import {join} from 'node:path'
 import {afterEach, beforeEach, describe, expect, it} from 'vitest'
 import {loadSettings} from '../../src/lib/config/load.js'
 import {githubRules, githubSites, parseRemoteUrls, repoOfUrl, siteOf, workspaceGitConfig, workspaceGithubRules} from '../../src/lib/github/remotes.js'
-import {checkRules} from '../../src/lib/network/gateway/rules.js'
+import {judgeHttpRules} from '../../src/lib/network/gateway/rules.js'
 import {ghappHosts, assertGatewayCanCarry} from '../../src/lib/github/plan.js'
 import type {AppConfig} from '../../src/lib/github/app.js'
 
@@ -78,7 +78,7 @@ describe('githubRules', () => {
   })
 
   it('admits the workspace’s repository (fetch, push, its API) and refuses its twin elsewhere', () => {
-    const ok = (host: string, method: string, path: string) => checkRules(host, method, path, rules).allowed
+    const ok = (host: string, method: string, path: string) => judgeHttpRules(host, method, path, rules).allowed
     expect(ok('github.com', 'GET', '/acme/widgets.git/info/refs')).toBe(true)
     expect(ok('github.com', 'POST', '/acme/widgets.git/git-receive-pack')).toBe(true)
     expect(ok('github.com', 'GET', '/acme/widgets/pulls')).toBe(true)
@@ -89,7 +89,7 @@ describe('githubRules', () => {
     expect(ok('api.github.com', 'POST', '/repos/acme/other/pulls')).toBe(false)
     expect(ok('api.github.com', 'POST', '/graphql')).toBe(false)
     expect(ok('api.github.com', 'POST', '/meta')).toBe(false)
-    expect(checkRules('github.com', 'POST', '/acme/other.git/git-receive-pack', rules)).toEqual({allowed: false, rule: `path /acme/other.git/git-receive-pack not in httpRules github.com paths ${rules[0].paths?.join(',')}`})
+    expect(judgeHttpRules('github.com', 'POST', '/acme/other.git/git-receive-pack', rules)).toEqual({allowed: false, rule: `path /acme/other.git/git-receive-pack not in httpRules github.com paths ${rules[0].paths?.join(',')}`})
   })
 
   it('puts the API paths on the git host for GitHub Enterprise Server; nothing without a remote on GitHub', () => {
@@ -161,8 +161,8 @@ describe('in the settings', () => {
     userConfig({httpRules: [{host: 'github.com'}]})
     const {settings} = loadSettings({workspacePath: ws, env})
     expect(settings.httpRules.filter((r) => r.host === 'github.com')).toEqual([{host: 'github.com'}])
-    expect(checkRules('github.com', 'POST', '/other/repo.git/git-receive-pack', settings.httpRules).allowed).toBe(true)
-    expect(checkRules('api.github.com', 'GET', '/repos/other/repo', settings.httpRules).allowed).toBe(false)
+    expect(judgeHttpRules('github.com', 'POST', '/other/repo.git/git-receive-pack', settings.httpRules).allowed).toBe(true)
+    expect(judgeHttpRules('api.github.com', 'GET', '/repos/other/repo', settings.httpRules).allowed).toBe(false)
   })
 
   it('a repository’s own file cannot widen them (refused untrusted), and may restrict a host they leave alone', () => {

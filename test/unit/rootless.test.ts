@@ -1,6 +1,7 @@
 import {describe, expect, it} from 'vitest'
 import {isPodmanPing, rootlessPodmanInfo} from '../../src/lib/engine/index.js'
-import {buildHelperSpec, toCreateOptions} from '../../src/lib/sandbox/spec.js'
+import {buildHelperSpec} from '../../src/lib/sandbox/spec-companions.js'
+import {toCreateOptions} from '../../src/lib/sandbox/spec-render.js'
 import {Labels} from '../../src/lib/workspace.js'
 import {droppedLimits} from '../../src/lib/sandbox/lifecycle.js'
 

@@ -1,29 +1,16 @@
 import {execFileSync} from 'node:child_process'
 import {readFileSync} from 'node:fs'
 import {join} from 'node:path'
-import {templatesDir} from '../../src/lib/util/assets.js'
+import {defaultSeccompProfile, templatesDir} from '../../src/lib/util/assets.js'
 import {describe, expect, it} from 'vitest'
 import {DEFAULTS, type Settings} from '../../src/lib/config/schema.js'
-import {
-  BASE_CAPS,
-  FIREWALL_CAPS,
-  GATE_URL,
-  buildGateSpec,
-  buildGatewaySpec,
-  gatewayUid,
-  buildSpec,
-  looksSecret,
-  parsePort,
-  parseSize,
-  secretValues,
-  specHash,
-  toCreateOptions,
-  toDockerRunArgs,
-  toShellCommand,
-  type SandboxSpec,
-  type SpecOptions,
-} from '../../src/lib/sandbox/spec.js'
-import {heldSecrets} from '../../src/lib/sandbox/lifecycle.js'
+import {GATE_URL} from '../../src/lib/contract.js'
+import {gatewayUid, parsePort, parseSize, secretValues, specHash, type SandboxSpec} from '../../src/lib/sandbox/spec.js'
+import {BASE_CAPS, FIREWALL_CAPS, buildSpec, type SpecOptions} from '../../src/lib/sandbox/spec-sandbox.js'
+import {buildGateSpec, buildGatewaySpec} from '../../src/lib/sandbox/spec-companions.js'
+import {engineSecurityOpt, toCreateOptions, toDockerRunArgs, toShellCommand} from '../../src/lib/sandbox/spec-render.js'
+import {looksSecret} from '../../src/lib/util/secret-names.js'
+import {heldSecrets} from '../../src/lib/sandbox/prepare.js'
 import {Labels, Names, describeWorkspace, md5, sanitizeBranch} from '../../src/lib/workspace.js'
 import {quoteArg} from '../../src/lib/util/shell-quote.js'
 
@@ -133,9 +120,9 @@ describe('the egress gateway', () => {
     expect(gw.labels).toMatchObject({'dev.agent-sandbox.kind': 'gateway', 'dev.agent-sandbox.gateway-of': sandbox.name})
     expect(gw.env.find((e) => e.name === 'AGENT_SANDBOX_ALLOW_DOMAINS')?.value).toBe('api.example.com')
     // A sandbox's gateway boots node plainly; a run's, from the image's snapshot where the image has node-boot.
-    expect([...(gw.entrypoint ?? []), ...(gw.cmd ?? [])]).toEqual(['/usr/bin/node', '--max-semi-space-size=1', '--no-opt', '--optimize-for-size', '/usr/local/lib/agent-sandbox/egress-gateway.cjs'])
+    expect([...(gw.entrypoint ?? []), ...(gw.cmd ?? [])]).toEqual(['/usr/bin/node', '--max-semi-space-size=1', '--optimize-for-size', '/usr/local/lib/agent-sandbox/egress-gateway.cjs'])
     const run = buildGatewaySpec(ws, sandbox, {oneShot: true})
-    expect([...(run.entrypoint ?? []), ...(run.cmd ?? [])]).toEqual(['/bin/sh', '-c', '[ -x /usr/local/bin/node-boot ] && exec /usr/local/bin/node-boot "$@"; exec /usr/bin/node "$@"', 'egress-gateway', '--max-semi-space-size=1', '--no-opt', '--optimize-for-size', '/usr/local/lib/agent-sandbox/egress-gateway.cjs'])
+    expect([...(run.entrypoint ?? []), ...(run.cmd ?? [])]).toEqual(['/bin/sh', '-c', '[ -x /usr/local/bin/node-boot ] && exec /usr/local/bin/node-boot "$@"; exec /usr/bin/node "$@"', 'egress-gateway', '--max-semi-space-size=1', '--optimize-for-size', '/usr/local/lib/agent-sandbox/egress-gateway.cjs'])
     expect(buildGatewaySpec(ws, sandbox, {userns: 'keep-id'}).userns).toBe(`container:${sandbox.name}`)
     const shown = toShellCommand(sandbox, [], [gw])
     expect(shown.split(' && ')[1]).toContain(` --network container:${sandbox.name} `)
@@ -318,7 +305,9 @@ describe('buildSpec', () => {
       {hostIp: '127.0.0.1', hostPort: '8080', containerPort: '3000', protocol: 'tcp'},
       {hostIp: '0.0.0.0', hostPort: '9000', containerPort: '9000', protocol: 'udp'},
     ])
-    expect(s.env).toContainEqual({name: 'AGENT_SANDBOX_INBOUND_PORTS', value: '3000,9000', secret: false})
+    // Published on loopback: from the port publisher only; on another address (the user's opt-in): from any peer.
+    expect(s.env).toContainEqual({name: 'AGENT_SANDBOX_INBOUND_PORTS', value: '3000', secret: false})
+    expect(s.env).toContainEqual({name: 'AGENT_SANDBOX_INBOUND_PEER_PORTS', value: '9000', secret: false})
   })
 
   it('passes allowed domains and the git identity', () => {
@@ -494,7 +483,7 @@ describe('toDockerRunArgs', () => {
     expect(run.options.get('--pids-limit')).toEqual(['128'])
     expect(run.options.get('--publish')).toEqual(['127.0.0.1:8080:3000/tcp', '[::1]:9000:9000/udp'])
     expect(run.options.get('--cap-drop')).toEqual(['ALL'])
-    expect(run.options.get('--security-opt')).toEqual(['no-new-privileges'])
+    expect(run.options.get('--security-opt')).toEqual(['no-new-privileges', `seccomp=${defaultSeccompProfile}`])
     expect(run.options.get('--user')).toEqual(['root'])
     expect(run.options.has('--init')).toBe(false) // tini is PID 1 from the image itself
     expect(run.options.has('--detach')).toBe(true)
@@ -521,7 +510,7 @@ describe('toDockerRunArgs', () => {
     }
     expect(run.options.get('--cap-add')).toEqual(host.CapAdd)
     expect(run.options.get('--cap-drop')).toEqual(host.CapDrop)
-    expect(run.options.get('--security-opt')).toEqual(host.SecurityOpt)
+    expect(run.options.get('--security-opt')?.map(engineSecurityOpt)).toEqual(host.SecurityOpt)
     expect(run.options.get('--network')).toEqual([host.NetworkMode])
     expect(run.options.get('--user')).toEqual([create.User])
     expect(run.options.get('--workdir')).toEqual([create.WorkingDir])
@@ -548,7 +537,7 @@ describe('toCreateOptions', () => {
     expect(create.HostConfig).toMatchObject({
       Privileged: false,
       CapDrop: ['ALL'],
-      SecurityOpt: ['no-new-privileges'],
+      SecurityOpt: ['no-new-privileges', engineSecurityOpt(`seccomp=${defaultSeccompProfile}`)],
       Memory: 1024 ** 3,
       MemorySwap: 1024 ** 3,
       Tmpfs: {'/run/agent-sandbox': 'mode=755'},
@@ -569,6 +558,8 @@ describe('toCreateOptions', () => {
     expect(args.slice(args.indexOf('--userns'), args.indexOf('--userns') + 2)).toEqual(['--userns', 'keep-id'])
     expect(toShellCommand(spec)).toMatch(/^podman run /)
     expect(toShellCommand(buildSpec(ws, settings(), {protectedPaths}))).toMatch(/^docker run /)
+    // Rootful Podman too: the docker CLI would send the seccomp profile's JSON, which Podman opens as a path.
+    expect(toShellCommand(buildSpec(ws, settings(), {protectedPaths}), [], [], 'podman')).toMatch(/^podman run .* --security-opt seccomp=\//)
     expect(specHash(spec)).not.toBe(specHash(buildSpec(ws, settings(), {protectedPaths})))
   })
 })
@@ -688,7 +679,7 @@ describe('nested containers (nestedContainers)', () => {
   })
 
   it('without it, none of that', () => {
-    expect(plain.securityOpt).toEqual(['no-new-privileges'])
+    expect(plain.securityOpt).toEqual(['no-new-privileges', `seccomp=${defaultSeccompProfile}`])
     expect(plain.devices).toBeUndefined()
     expect(plain.env.map((e) => e.name)).not.toContain('DOCKER_HOST')
     expect(plain.labels['dev.agent-sandbox.nested']).toBeUndefined()

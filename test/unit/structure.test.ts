@@ -11,26 +11,6 @@ import {describe, expect, it} from 'vitest'
 const ROOT = resolve(import.meta.dirname, '..', '..')
 const MAX_LINES = 400
 
-/**
- * Files still waiting for their split along responsibilities (each holds
- * several jobs that docs/design.md lists). The line check names them here so
- * that no other file can grow past the limit meanwhile; the split empties this list.
- */
-const LINE_ALLOWANCE = new Set(['src/lib/sandbox/spec.ts', 'src/lib/sandbox/lifecycle.ts', 'src/lib/network/gateway/server.ts'])
-
-/**
- * Arrows into src/lib/sandbox/spec.ts from areas that sandbox/ imports back:
- * they take the in-container paths and ports that spec.ts still holds beside
- * its builders. The contract module that spec.ts's split makes takes these
- * constants, and this list goes with it.
- */
-const SPEC_CONSTANT_ARROWS = new Set([
-  'src/lib/config/widening.ts → src/lib/sandbox/spec.ts',
-  'src/lib/git/protected.ts → src/lib/sandbox/spec.ts',
-  'src/lib/github/plan.ts → src/lib/sandbox/spec.ts',
-  'src/lib/network/firewall-allow.ts → src/lib/sandbox/spec.ts',
-])
-
 type Sources = Map<string, string>
 
 function readSources(dir: string): Sources {
@@ -44,9 +24,9 @@ function importsOf(file: string, text: string): string[] {
   return specs.map((s) => relative(ROOT, resolve(ROOT, dirname(file), s)).replace(/\.js$/, '.ts'))
 }
 
-function overLimit(sources: Sources, allowance: ReadonlySet<string>): string[] {
+function overLimit(sources: Sources): string[] {
   return [...sources]
-    .filter(([file, text]) => !allowance.has(file) && text.split('\n').length - (text.endsWith('\n') ? 1 : 0) > MAX_LINES)
+    .filter(([, text]) => text.split('\n').length - (text.endsWith('\n') ? 1 : 0) > MAX_LINES)
     .map(([file]) => file)
 }
 
@@ -97,14 +77,13 @@ function areaOf(file: string): string | undefined {
 }
 
 /** Pairs of src/lib areas that import each other, as "a ↔ b" with one example arrow each way. */
-function twoWayAreas(sources: Sources, allowance: ReadonlySet<string> = new Set()): string[] {
+function twoWayAreas(sources: Sources): string[] {
   const arrows = new Map<string, string>()
   for (const [file, text] of sources) {
     const from = areaOf(file)
     if (!from) continue
     for (const target of importsOf(file, text)) {
       const to = areaOf(target)
-      if (allowance.has(`${file} → ${target}`)) continue
       if (to && to !== from && !arrows.has(`${from}>${to}`)) arrows.set(`${from}>${to}`, `${file} → ${target}`)
     }
   }
@@ -132,8 +111,8 @@ describe('structure of src/', () => {
 
   it('controls: each check catches a small violation', () => {
     const long = new Map([['src/lib/a/big.ts', 'x\n'.repeat(MAX_LINES + 1)], ['src/lib/a/ok.ts', 'x\n'.repeat(MAX_LINES)]])
-    expect(overLimit(long, new Set())).toEqual(['src/lib/a/big.ts'])
-    expect(overLimit(long, new Set(['src/lib/a/big.ts']))).toEqual([])
+    expect(overLimit(long)).toEqual(['src/lib/a/big.ts'])
+    expect(overLimit(new Map([...long].slice(1)))).toEqual([])
 
     const loop = new Map([
       ['src/lib/a/x.ts', "import {y} from './y.js'"],
@@ -151,7 +130,6 @@ describe('structure of src/', () => {
     ])
     expect(twoWayAreas(areas)).toEqual(['git ↔ sandbox: src/lib/git/x.ts → src/lib/sandbox/spec.ts; src/lib/sandbox/y.ts → src/lib/git/x.ts'])
     expect(twoWayAreas(new Map([...areas].slice(1)))).toEqual([])
-    expect(twoWayAreas(areas, new Set(['src/lib/git/x.ts → src/lib/sandbox/spec.ts']))).toEqual([])
 
     const twice = new Map([
       ['src/lib/a/x.ts', 'export function checkRules() {}\nexport interface Limits {}'],
@@ -161,12 +139,7 @@ describe('structure of src/', () => {
   })
 
   it(`no TypeScript file in src/ has more than ${MAX_LINES} lines`, () => {
-    expect(overLimit(src, LINE_ALLOWANCE)).toEqual([])
-  })
-
-  it('the line allowance names only files that exist and are still over the limit', () => {
-    const stale = [...LINE_ALLOWANCE].filter((file) => !overLimit(new Map([[file, src.get(file) ?? '']]), new Set()).length)
-    expect(stale).toEqual([])
+    expect(overLimit(src)).toEqual([])
   })
 
   it('no import cycle in src/', () => {
@@ -174,12 +147,7 @@ describe('structure of src/', () => {
   })
 
   it('no two areas of src/lib import each other', () => {
-    expect(twoWayAreas(lib, SPEC_CONSTANT_ARROWS)).toEqual([])
-  })
-
-  it('each arrow the spec allowance names still exists', () => {
-    const present = new Set([...lib].flatMap(([file, text]) => importsOf(file, text).map((target) => `${file} → ${target}`)))
-    expect([...SPEC_CONSTANT_ARROWS].filter((arrow) => !present.has(arrow))).toEqual([])
+    expect(twoWayAreas(lib)).toEqual([])
   })
 
   it('no exported name is defined twice in src/lib', () => {

@@ -21,8 +21,10 @@ import {silentReporter, type Reporter} from '../reporter.js'
 import {isInitialised} from '../workspace.js'
 import {Labels, Names, type Workspace} from '../workspace.js'
 import {HELPER_INPUT, runHelper} from '../sandbox/helper.js'
-import {buildHelperSpec} from '../sandbox/spec.js'
+import {buildHelperSpec} from '../sandbox/spec-companions.js'
 import {tarArchive} from '../util/tar.js'
+import {maskCredentialFile} from './login-files.js'
+import {loginKey, storeLogins} from '../logins/login-store.js'
 import type {Context} from '../context.js'
 
 export type Agent = 'codex' | 'claude'
@@ -276,6 +278,8 @@ export interface AgentContext {
 
 export interface InitConfigOptions {
   auth?: boolean
+  /** With auth: copy the real credentials into the volume, where the agent can read them (no surrogates). */
+  plain?: boolean
   force?: boolean
 }
 
@@ -285,6 +289,23 @@ export interface AgentConfigResult {
   shared: boolean
   owner: {uid: number; gid: number}
   files: Array<{name: string; action: FileAction; source?: string}>
+  /** With --auth: whether the volume holds surrogates (the real values on the host and in the gateway) or the credentials themselves (--plain). */
+  credentials?: 'masked' | 'plain'
+}
+
+const MASKED_FILES = new Set(['auth.json', '.credentials.json', '.claude.json'])
+
+/**
+ * The imported files with surrogates for their tokens; the real values are
+ * stored on the host first, so that a volume never holds a surrogate that
+ * nothing can swap.
+ */
+function maskImported(agent: Agent, volume: AgentVolume, imported: HostFile[], env: NodeJS.ProcessEnv): HostFile[] {
+  const key = loginKey(volume.name, env)
+  // The files that hold tokens; a companion such as Codex's profile.json is copied as it is.
+  const masked = imported.map((f) => (MASKED_FILES.has(f.name) ? {file: f, ...maskCredentialFile(agent, f.name, f.content, key, f.source)} : {file: f, content: f.content, logins: []}))
+  storeLogins(volume.name, key, masked.flatMap((m) => m.logins), env)
+  return masked.map((m) => ({...m.file, content: m.content}))
 }
 
 function baseTagFor(ws: Workspace, volume: AgentVolume, env: NodeJS.ProcessEnv): string {
@@ -296,8 +317,12 @@ export async function initAgentConfig(ctx: AgentContext, agent: Agent, ws: Works
   const env = ctx.env ?? process.env
   const reporter = ctx.reporter ?? silentReporter
   const volume = resolveAgentVolume(agent, ws, env)
-  const imported = options.auth ? readHostCredentials(agent, volume.name, env) : []
+  const read = options.auth ? readHostCredentials(agent, volume.name, env) : []
   describeVolume(reporter, volume, ws)
+  if (options.auth && options.plain) {
+    reporter.warn(`--plain: the real ${AGENT_TITLE[agent]} credentials go into ${volume.name}, where the agent can read them and send them to any allowed host`)
+  }
+  const imported = options.auth && !options.plain ? maskImported(agent, volume, read, env) : read
   const seeds = seedFiles(agent, {volume: volume.name, shared: volume.shared})
   const ops = initOps(agent, seeds, imported, options.force ?? false)
   const result = await reporter.step(`Writing ${AGENT_TITLE[agent]} config to ${volume.name}`, () =>
@@ -310,6 +335,7 @@ export async function initAgentConfig(ctx: AgentContext, agent: Agent, ws: Works
     shared: volume.shared,
     owner: result.owner,
     files: result.files.map((f) => (sources.has(f.name) ? {...f, source: sources.get(f.name)} : f)),
+    ...(options.auth ? {credentials: options.plain ? ('plain' as const) : ('masked' as const)} : {}),
   }
 }
 

@@ -159,6 +159,10 @@ export function mergeLayers(layers: Array<[Source, ConfigFile | Settings | undef
       settings.github = {...settings.github, ...layer.github}
       sources.github = sources.github[0] === 'default' ? [source] : [...sources.github, source]
     }
+    if (layer.gateway?.inspectAll !== undefined) {
+      settings.gateway = {...settings.gateway, inspectAll: layer.gateway.inspectAll}
+      sources.gateway = [source]
+    }
     if (layer.limits && Object.keys(layer.limits).length) {
       settings.limits = {...settings.limits, ...layer.limits}
       sources.limits = sources.limits[0] === 'default' ? [source] : [...sources.limits, source]

@@ -8,6 +8,7 @@
  */
 import * as v from 'valibot'
 import {MIN_CPUS, MIN_MEMORY_BYTES, parseSize} from './limits.js'
+import {parseAllowEntry} from '../util/allow-entry.js'
 import {DEFAULT_HTTP_RULES} from '../network/gateway/rules.js'
 
 const text = (re: RegExp, message: string) => v.pipe(v.string(), v.regex(re, message))
@@ -31,6 +32,15 @@ const envRecord = v.pipe(
 const domain = text(
   /^(\*\.)?([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)*[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/,
   'must be a host name such as example.com or *.example.com',
+)
+/** An allowDomains entry: a host name, or `name:PORT`, `name:PORT/udp` (allow-entry.ts). */
+const entryProblem = (s: string): string => {
+  const parsed = parseAllowEntry(s)
+  return parsed.ok ? '' : `must be an allowlist entry: ${parsed.reason}`
+}
+const allowEntry = v.pipe(
+  v.string(),
+  v.check((s: string) => entryProblem(s) === '', (issue) => entryProblem(String(issue.input))),
 )
 const relPath = v.pipe(
   v.string(),
@@ -67,7 +77,7 @@ const HttpRuleSchema = object({
 const NetworkModeSchema = v.picklist(['firewall', 'none', 'open'])
 export type NetworkMode = v.InferOutput<typeof NetworkModeSchema>
 
-/** Image registries whose domains a preset allowlists (spec.ts REGISTRY_DOMAINS); off by default. */
+/** Image registries whose domains a preset allowlists (spec-sandbox.ts REGISTRY_DOMAINS); off by default. */
 const RegistryPresetSchema = v.picklist(['docker.io', 'ghcr.io', 'quay.io'])
 export type RegistryPreset = v.InferOutput<typeof RegistryPresetSchema>
 
@@ -128,7 +138,7 @@ const ConfigFileSchema = object({
   /** A name passes the host's value in as is; `{name, hosts}` masks it: a surrogate inside, the value only at those hosts (the egress gateway). */
   secretEnv: v.optional(v.array(v.lazy((entry) => (typeof entry === 'string' ? envName : MaskedSecretSchema)))),
   ports: v.optional(v.array(port)),
-  allowDomains: v.optional(v.array(domain)),
+  allowDomains: v.optional(v.array(allowEntry)),
   /** Per-host method and path rules the egress gateway applies (trusted config only; per host, a higher layer replaces a lower one's). */
   httpRules: v.optional(v.array(HttpRuleSchema)),
   network: v.optional(NetworkModeSchema),
@@ -144,6 +154,8 @@ const ConfigFileSchema = object({
   /** Branches the push gate never updates (globs), besides the host repository's default branch. */
   protectedBranches: v.optional(v.array(branchGlob)),
   github: v.optional(GithubSchema),
+  /** The egress gateway: inspectAll intercepts every HTTPS connection, not only hosts with httpRules or a masked secret. */
+  gateway: v.optional(object({inspectAll: v.optional(v.boolean())})),
   /** Only read from the user's own config file (load.ts refuses it elsewhere). */
   trustedPaths: v.optional(v.array(trustedPath)),
 })
@@ -202,9 +214,10 @@ export const DEFAULT_PROTECTED_PATHS = ['.husky', '.agent-sandbox', '.agent-prec
  * format with its default filled in, so the type follows the schema. `$schema`
  * and `trustedPaths` are the files' own business, not a sandbox's.
  */
-export type Settings = Required<Omit<ConfigFile, '$schema' | 'trustedPaths' | 'limits' | 'github'>> & {
+export type Settings = Required<Omit<ConfigFile, '$schema' | 'trustedPaths' | 'limits' | 'github' | 'gateway'>> & {
   limits: ResourceLimits
   github: GithubSettings
+  gateway: {inspectAll: boolean}
 }
 
 /** The GitHub App settings, with the API URL and the refresh margin defaulted. */
@@ -231,4 +244,5 @@ export const DEFAULTS: Settings = {
   selinuxRelabel: 'auto',
   protectedBranches: [],
   github: {apiUrl: 'https://api.github.com', refreshMarginSeconds: 300},
+  gateway: {inspectAll: false},
 }

@@ -5,8 +5,10 @@
  * widening change may apply (docs/security.md, "Settings a repository may
  * change").
  */
-import {looksSecret, parseSize} from '../sandbox/spec.js'
+import {looksSecret} from '../util/secret-names.js'
+import {parseSize} from './limits.js'
 import type {ConfigFile, NetworkMode, Settings} from './schema.js'
+import {isLoopbackHost} from '../util/addresses.js'
 import {describeRule, mergeHttpRules, rulesLoosen} from '../network/gateway/rules.js'
 
 /**
@@ -113,10 +115,6 @@ export interface ConfigChange {
 const NETWORK_RANK: Record<NetworkMode, number> = {none: 0, firewall: 1, open: 2}
 
 /** Host addresses that only the host itself can reach. */
-export function isLoopbackHost(ip: string): boolean {
-  return /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(ip) || ip === '::1' || ip === 'localhost'
-}
-
 /** The host address a published port binds to: loopback unless the entry names one (as spec.ts's parsePort). */
 export function portHostIp(text: string): string {
   const body = text.split('/')[0]
@@ -202,6 +200,9 @@ export function workspaceChanges(layer: ConfigFile, lower: LowerSettings): Confi
     const raises = below !== undefined && !(engine(value) > 0 && engine(value) <= engine(below))
     add(`limits.${key}`, `${below === undefined ? 'unlimited' : show(below)} -> ${show(value)}`, raises)
   }
+  // Interception of every host off: a surrogate sent to a host without rules or secrets is no longer seen.
+  const inspectAll = layer.gateway?.inspectAll
+  if (inspectAll !== undefined && inspectAll !== lower.gateway.inspectAll) add('gateway.inspectAll', `${show(lower.gateway.inspectAll)} -> ${show(inspectAll)}`, !inspectAll)
   for (const [key, value] of Object.entries(layer.github ?? {})) {
     const below = (lower.github as unknown as Record<string, unknown>)[key]
     // installationId picks whose repositories the user's App token opens.

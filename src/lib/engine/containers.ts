@@ -21,8 +21,8 @@ export interface ContainerClient {
   kill(id: string, signal?: string, options?: {answer?: boolean}): Promise<void>
   remove(id: string, options?: {force?: boolean}): Promise<void>
   wait(id: string): Promise<number>
-  /** Its stdout and stderr as text: the last `tail` lines (50), or all of them. */
-  logs(id: string, tail?: number | 'all'): Promise<string>
+  /** Its stdout and stderr as text: the last `tail` lines (50), or all of them; with `timestamps`, each line starts with the engine's RFC 3339 time and a space. */
+  logs(id: string, tail?: number | 'all', options?: {timestamps?: boolean}): Promise<string>
   /** Run a command and collect its output; optionally stream it as it comes. */
   exec(id: string, cmd: string[], options?: ExecOptions): Promise<ExecResult>
   /** A one-off resource sample (a host-side probe: needs no process in the container). */
@@ -188,8 +188,9 @@ export class ApiContainers implements ContainerClient {
     return result.StatusCode
   }
 
-  async logs(id: string, tail: number | 'all' = 50): Promise<string> {
-    return demuxToText(await this.api.buffer('GET', `/containers/${id}/logs`, {query: {stdout: true, stderr: true, tail, follow: false}}))
+  async logs(id: string, tail: number | 'all' = 50, options: {timestamps?: boolean} = {}): Promise<string> {
+    const query = {stdout: true, stderr: true, tail, follow: false, ...(options.timestamps ? {timestamps: true} : {})}
+    return demuxToText(await this.api.buffer('GET', `/containers/${id}/logs`, {query}))
   }
 
   async exec(id: string, cmd: string[], options: ExecOptions = {}): Promise<ExecResult> {

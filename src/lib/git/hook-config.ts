@@ -50,6 +50,23 @@ const DOT_CONFIG: Array<[Framework, RegExp]> = [
   ['lint-staged', /^lintstagedrc(\.(json|ya?ml|[cm]?js|[cm]?ts))?$/],
   ['commitlint', /^commitlintrc(\.(json|ya?ml|[cm]?js|[cm]?ts))?$/],
 ]
+/** Directories at the root that hold a framework's hooks or configuration (overcommit's repository hooks: .git-hooks). */
+const CONFIG_DIRS = /^(\.husky|\.lefthook(-local)?|\.git-hooks)$/
+
+/**
+ * Whether a path in a commit (relative to the repository's root) configures a
+ * hook framework, as gate-hooks/pre-receive matches them: the directories
+ * above, the files `.config/` holds, and the configuration files' names at any
+ * depth (lint-staged and commitlint read nested ones in a monorepo). Pure.
+ */
+export function isHookConfigPath(path: string): boolean {
+  const parts = path.split('/')
+  if (parts.length > 1 && CONFIG_DIRS.test(parts[0])) return true
+  if (parts.length === 2 && parts[0] === '.config' && DOT_CONFIG.some(([, re]) => re.test(parts[1]))) return true
+  const name = parts[parts.length - 1]
+  return ROOT_CONFIG.some(([, re]) => re.test(name) && !CONFIG_DIRS.test(name))
+}
+
 /** What a hook script that belongs to a framework says. */
 const HOOK_TEXT: Array<[Framework, RegExp]> = [
   ['husky', /\bhusky\b/],

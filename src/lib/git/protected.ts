@@ -8,7 +8,11 @@
 import {chownSync, closeSync, lstatSync, mkdirSync, openSync, readdirSync} from 'node:fs'
 import {posix} from 'node:path'
 import {DEFAULT_PROTECTED_PATHS} from '../config/schema.js'
-import type {ProtectedMount} from '../sandbox/spec.js'
+
+export interface ProtectedMount {
+  /** Path relative to the workspace root. */
+  relative: string
+}
 
 export interface ProtectedPlan {
   mounts: ProtectedMount[]

@@ -1,11 +1,21 @@
 /** What a sandbox needs for the GitHub App: computed from settings without touching anything. */
 import {ConfigError} from '../errors.js'
 import type {MaskedSecret} from '../network/gateway/secrets.js'
-import type {GhappSpec} from '../sandbox/spec.js'
 import type {Workspace} from '../workspace.js'
 import {appHosts, ghHost, resolveAppConfig, urlOrigin, type AppConfig, type GithubAppSettings} from './app.js'
 import {siteOf} from './remotes.js'
 import {readSurrogate, readToken, tokenPaths, type AppRecord, type Owner} from './token-store.js'
+
+export interface GhappSpec {
+  /** Host directory holding only `ghapp_token`, the token's surrogate (the gateway holds the token); mounted read-only at /run/secrets. */
+  secretsDir: string
+  /** `scheme://host[:port]` the askpass helper answers for. */
+  gitOrigin: string
+  /** The host `gh` talks to. */
+  ghHost: string
+  /** The API and git hosts, added to the firewall allowlist. */
+  allowDomains: string[]
+}
 
 export interface GhappPlan {
   name: string

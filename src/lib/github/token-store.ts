@@ -5,7 +5,7 @@
  *   <runtime>/agent-sandbox/<container>/secrets/    0700  ghapp_token (0600), bind-mounted read-only at /run/secrets
  *
  * `token` is the real installation token: it stays on the host, and the
- * sandbox's egress gateway gets it over an exec's stdin (lifecycle.ts,
+ * sandbox's egress gateway gets it over an exec's stdin (gateway-container.ts,
  * refresher.ts). `ghapp_token`, the only file the sandbox sees, holds a
  * surrogate of the same shape, the same across renewals, which the gateway
  * swaps for the token in requests to the GitHub hosts (docs/design.md).

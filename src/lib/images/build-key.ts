@@ -23,11 +23,19 @@ export interface ContextEntry {
   digest: string
 }
 
-/** Every entry under `dir`, sorted by path. */
+/**
+ * Files at the context's root that hold the sandbox's settings, not build
+ * input: `firewall allow --save` or an edit of the settings must not make the
+ * image stale. (A Dockerfile that copies one is not rebuilt when it changes.)
+ */
+const SETTINGS_FILES = new Set(['config.json'])
+
+/** Every entry under `dir`, sorted by path, but the settings files at its root. */
 export function readBuildContext(dir: string): ContextEntry[] {
   const entries: ContextEntry[] = []
   const walk = (rel: string) => {
     for (const name of readdirSync(join(dir, rel)).sort()) {
+      if (!rel && SETTINGS_FILES.has(name)) continue
       const path = rel ? `${rel}/${name}` : name
       const full = join(dir, path)
       const stat = lstatSync(full)

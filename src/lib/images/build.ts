@@ -220,8 +220,27 @@ export function repoDockerfileDir(ws: Workspace): string {
   return join(ws.path, '.agent-sandbox')
 }
 
+/** The per-repo image's name and the build's arguments and labels, as far as they go into its key. Pure. */
+export function repoBuildArgs(ws: Workspace, baseTag: string): {image: string; args: string[]; buildArgs: Record<string, string>} {
+  const image = `${Names.image(ws)}:latest`
+  const buildArgs = {BASE_IMAGE_TAG: baseTag}
+  const args = [
+    'build',
+    '--tag',
+    image,
+    ...Object.entries(buildArgs).flatMap(([k, v]) => ['--build-arg', `${k}=${v}`]),
+    '--label',
+    `${Labels.managed}=true`,
+    '--label',
+    `${Labels.kind}=repo`,
+    '--label',
+    `${Labels.workspace}=${ws.path}`,
+  ]
+  return {image, args, buildArgs}
+}
+
 /** The build's key (build-key.ts), or undefined when its inputs cannot be known. */
-async function currentBuildKey(
+export async function currentBuildKey(
   engine: Engine,
   dir: string,
   args: string[],
@@ -282,20 +301,7 @@ export async function buildRepoImage(ctx: Context, ws: Workspace, options: Build
   // Its RUN steps run with an open network: only the template, or what the user approved.
   assertBuildTrusted(ws.path, ctx.env)
   const baseId = await ensureBaseImage(engine, options.baseTag)
-  const image = `${Names.image(ws)}:latest`
-  const buildArgs = {BASE_IMAGE_TAG: options.baseTag}
-  const args = [
-    'build',
-    '--tag',
-    image,
-    ...Object.entries(buildArgs).flatMap(([k, v]) => ['--build-arg', `${k}=${v}`]),
-    '--label',
-    `${Labels.managed}=true`,
-    '--label',
-    `${Labels.kind}=repo`,
-    '--label',
-    `${Labels.workspace}=${ws.path}`,
-  ]
+  const {image, args, buildArgs} = repoBuildArgs(ws, options.baseTag)
   const key = await currentBuildKey(engine, dir, args, buildArgs, {[Names.baseImage(options.baseTag)]: baseId})
   if (options.noCache) args.push('--no-cache')
   else if (key && (await engine.images.inspect(image))?.labels[Labels.buildKey] === key) {

@@ -7,11 +7,12 @@ import {chmodSync, chownSync, existsSync, readFileSync, renameSync, statSync, un
 import {dirname, join, resolve} from 'node:path'
 import {parseConfigText, readConfigFile, userConfigPath, workspaceConfigPath} from '../config/layers.js'
 import {loadSettings} from '../config/load.js'
-import {checkConfigFile, isDomain} from '../config/schema.js'
+import {checkConfigFile} from '../config/schema.js'
+import {isWebEntry, parseAllowEntry} from '../util/allow-entry.js'
 import {carryConfigApproval, configTrust, lowerSettings} from '../config/trust.js'
 import type {Context} from '../context.js'
 import {ConfigError, NotReadyError, SandboxError, UsageError} from '../errors.js'
-import {SANDBOX_EXEC} from '../sandbox/spec.js'
+import {SANDBOX_EXEC} from '../contract.js'
 import {baseImageDir} from '../util/assets.js'
 import {quoteArg} from '../util/shell-quote.js'
 import {Names, requireInitialised, type Workspace} from '../workspace.js'
@@ -20,17 +21,18 @@ import {isHttpRule, layerWithRule, planRuleAdd, type HttpRule} from './gateway/r
 import {recordLiveRule} from './gateway-live-rules.js'
 import {describeGateway, findRunning, FIREWALL_ALLOW, gatewayAddRule, gatewayAllow, hasGateway, lastLine, NOT_READY} from './firewall.js'
 
-/** Validate and lower-case domains (`example.com`, `*.example.com`); every bad one is named. */
+/** Validate allowlist entries (`example.com`, `*.example.com`, `name:PORT`, `name:PORT/udp`) into their one written form; every bad one is named. */
 export function validateDomains(domains: string[]): string[] {
   if (domains.length === 0) throw new UsageError('no domain given', {hint: 'e.g. agent-sandbox firewall allow api.example.com'})
-  // Like the in-sandbox check: an all-digit last label would be an IP address, not a name.
-  const bad = domains.filter((d) => !isDomain(d) || /^\d+$/.test(d.split('.').pop() ?? ''))
+  const parsed = domains.map((d) => ({d, p: parseAllowEntry(d)}))
+  const bad = parsed.filter((x) => !x.p.ok)
   if (bad.length) {
-    throw new UsageError(`not a valid domain: ${bad.map((d) => JSON.stringify(d)).join(', ')}`, {
-      hint: 'give host names such as api.example.com, or *.example.com for its subdomains (no scheme, port, path or IP address)',
+    const reason = bad[0].p.ok ? '' : bad[0].p.reason
+    throw new UsageError(`not a valid allowlist entry: ${bad.map((x) => JSON.stringify(x.d)).join(', ')}`, {
+      hint: `${reason} (no scheme, path or IP address)`,
     })
   }
-  return [...new Set(domains.map((d) => d.toLowerCase()))]
+  return [...new Set(parsed.map((x) => (x.p.ok ? x.p.entry.text : x.d)))]
 }
 
 /** The last argument is the workspace path if it contains a "/", is "." or "..", or (after a domain) names a directory. */
@@ -98,6 +100,9 @@ export interface AllowResult {
  */
 export async function allowDomains(ctx: Context, ws: Workspace, domains: string[], options: {branch?: string; save?: boolean; rule?: RuleFlags} = {}): Promise<AllowResult> {
   const valid = validateDomains(domains)
+  if ((options.rule?.methods !== undefined || options.rule?.paths !== undefined) && !valid.every(isWebEntry)) {
+    throw new UsageError('--methods and --paths apply to web traffic: give host names without a port', {hint: 'allow name:PORT entries in a command of their own'})
+  }
   const rules = rulesFromFlags(valid, options.rule ?? {})
   const name = Names.container(ws, options.branch)
   const path = workspaceConfigPath(ws.path)
@@ -134,7 +139,8 @@ export async function allowDomains(ctx: Context, ws: Workspace, domains: string[
       if (added) result.added.push(added[1])
       if (already) result.alreadyAllowed.push(already[1])
     }
-    if (result.added.length && hasGateway(sandbox)) await gatewayAllow(ctx, sandbox.name, result.added)
+    const web = result.added.filter(isWebEntry)
+    if (web.length && hasGateway(sandbox)) await gatewayAllow(ctx, sandbox.name, web)
     if (rules.length) {
       const inForce = (await describeGateway(ctx, sandbox.name)).rules
       for (const rule of rules) {

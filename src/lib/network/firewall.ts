@@ -4,6 +4,8 @@
  * live rules; `firewall allow` is firewall-allow.ts. `doctor` checks all of it: sandbox/doctor.ts.
  */
 import type {NetworkMode} from '../config/schema.js'
+import {isWebEntry} from '../util/allow-entry.js'
+import {allowedBy, parseDeniedLine, type DeniedConnection, type ResolvedAddress} from './firewall-denied.js'
 import type {ContainerInfo} from '../engine/index.js'
 import {NotReadyError, SandboxError, throwIfAborted} from '../errors.js'
 import type {Context} from '../context.js'
@@ -11,9 +13,11 @@ import {quoteArg} from '../util/shell-quote.js'
 import {Labels, Names, type Workspace} from '../workspace.js'
 import {formatRequest, parseRequestLog, REQUEST_LOG, type RequestLogEntry} from './gateway/log.js'
 import {GATEWAY_DEFAULTS, gatewayCommand} from './gateway/ports.js'
+import {allowlistMatch} from './gateway/policy.js'
+import {dnsApprovalLine} from './gateway/approval.js'
 import type {HttpRule} from './gateway/rules.js'
 
-const FIREWALL_STATUS = '/usr/local/bin/firewall-status'
+export const FIREWALL_STATUS = '/usr/local/bin/firewall-status'
 export const FIREWALL_ALLOW = '/usr/local/sbin/firewall-allow'
 /** sandbox-exec's exit code when set-up failed or did not finish. */
 /** sandbox-exec's exit when the sandbox is not ready: nothing ran. */
@@ -63,15 +67,7 @@ export interface RawFirewallStatus {
   ipsets: Record<string, number | null>
   deniedDns: string[]
   deniedConnections: string[]
-}
-
-/** One denied packet, from a tcpdump line of denied.log. */
-export interface DeniedConnection {
-  time: string
-  protocol: string
-  source: string
-  destination: string
-  line: string
+  resolved?: ResolvedAddress[]
 }
 
 export interface FirewallStatus extends Omit<RawFirewallStatus, 'deniedConnections'> {
@@ -156,7 +152,7 @@ export async function requestLog(ctx: Context, ws: Workspace, options: {branch?:
   }
 }
 
-export {formatRequest}
+export {formatRequest, parseDeniedLine, type DeniedConnection}
 
 export function parseStatus(text: string, sandbox: Pick<RunningSandbox, 'name' | 'network'>): FirewallStatus {
   let raw: RawFirewallStatus
@@ -175,32 +171,13 @@ export function parseStatus(text: string, sandbox: Pick<RunningSandbox, 'name' |
     allowlist: raw.allowlist ?? [],
     ipsets: raw.ipsets ?? {},
     deniedDns: raw.deniedDns ?? [],
-    deniedConnections: (raw.deniedConnections ?? []).map(parseDeniedLine),
+    deniedConnections: (raw.deniedConnections ?? []).map(parseDeniedLine).map((c) => {
+      const entry = allowedBy(c, raw.allowlist ?? [], raw.resolved ?? [])
+      return entry ? {...c, allowedBy: entry} : c
+    }),
     gateway: 'none',
     requests: [],
   }
-}
-
-/**
- * `03:15:24.057260 IP 10.231.7.2.44918 > 10.231.7.1.80: tcp 0` (tcpdump -q on
- * NFLOG) to its parts; addresses keep their port as `addr:port` (`[v6]:port`).
- */
-export function parseDeniedLine(line: string): DeniedConnection {
-  const match = /^(\S+) (IP6?) (\S+) > (\S+?): (.*)$/.exec(line.trim())
-  if (!match) return {time: '', protocol: '', source: '', destination: '', line}
-  const [, time, family, src, dst, rest] = match
-  const word = rest.split(/[\s,]+/)[0] ?? ''
-  const protocol = /^(tcp|udp)$/i.test(word) ? word.toLowerCase() : /icmp6?/i.exec(rest)?.[0].toLowerCase() ?? word.toLowerCase()
-  const withPort = protocol === 'tcp' || protocol === 'udp'
-  return {time, protocol, source: endpoint(src, family === 'IP6', withPort), destination: endpoint(dst, family === 'IP6', withPort), line}
-}
-
-function endpoint(text: string, v6: boolean, withPort: boolean): string {
-  if (!withPort) return text
-  const dot = text.lastIndexOf('.')
-  if (dot === -1) return text
-  const address = text.slice(0, dot)
-  return v6 ? `[${address}]:${text.slice(dot + 1)}` : `${address}:${text.slice(dot + 1)}`
 }
 
 export function formatStatus(status: FirewallStatus | {container: string; network: NetworkMode}): string {
@@ -219,18 +196,19 @@ export function formatStatus(status: FirewallStatus | {container: string; networ
   } else {
     out.push('Rules in force: not readable', '')
   }
-  section(`Allowlist (${status.allowlist.length} domains, each with its subdomains):`, status.allowlist)
+  section(`Allowlist (${status.allowlist.length} entries, each with its subdomains; a name alone is TCP 80/443 through the gateway):`, status.allowlist)
   out.push(
     `IP sets: ${Object.entries(status.ipsets)
       .map(([k, v]) => `${k}=${v ?? '?'}`)
       .join('  ')}`,
     '',
   )
-  section('Denied DNS names (most recent last):', status.deniedDns)
+  const dnsLine = (name: string) => (allowlistMatch(name.replace(/\.$/, '').toLowerCase(), status.allowlist) ? name : dnsApprovalLine(name.replace(/\.$/, '')))
+  section('Denied DNS names (most recent last):', status.deniedDns.map(dnsLine))
   if (status.gateway === 'down') out.push('Egress gateway: NOT RUNNING: no web traffic leaves (restart it with agent-sandbox start)', '')
   if (status.gateway === 'running') section('Recent requests through the egress gateway (most recent last):', status.requests.map(formatRequest))
-  const rows = status.deniedConnections.map((c) => (c.time ? [c.time, c.protocol, c.source, c.destination] : ['', '', '', c.line]))
-  section('Denied connections (most recent last):', table(rows.length ? [['TIME', 'PROTO', 'FROM', 'TO'], ...rows] : []))
+  const rows = status.deniedConnections.map((c) => (c.time ? [c.time, c.protocol, c.source, c.destination, c.allowedBy ?? '-'] : ['', '', '', c.line, '']))
+  section('Denied connections (most recent last; ALLOWED BY: the allowDomains entry that would allow it):', table(rows.length ? [['TIME', 'PROTO', 'FROM', 'TO', 'ALLOWED BY'], ...rows] : []))
   return out.join('\n').trimEnd()
 }
 
@@ -240,8 +218,13 @@ export function table(rows: string[][]): string[] {
   return rows.map((r) => r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]))).join('  '))
 }
 
-/** Add domains to the running gateway's own allowlist (it decides by name; the firewall only by address). */
-export async function gatewayAllow(ctx: Context, sandboxName: string, domains: string[]): Promise<void> {
+/**
+ * Add allowlist entries to the running gateway's own allowlist (it decides by name; the firewall only by
+ * address). Only web entries: a `name:PORT` entry is the firewall's alone and never reaches the gateway.
+ */
+export async function gatewayAllow(ctx: Context, sandboxName: string, entries: string[]): Promise<void> {
+  const domains = entries.filter(isWebEntry)
+  if (domains.length === 0) return
   const name = Names.gateway(sandboxName)
   const r = await ctx.engine.containers.exec(name, gatewayCommand(['--allow', ...domains])).catch((error: unknown) => ({exitCode: -1, stdout: '', stderr: String(error)}))
   if (r.exitCode !== 0) {

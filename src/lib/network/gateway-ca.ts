@@ -4,7 +4,7 @@
  * (0700) holds `ca.pem` and `ca.key` (0600). Made once per sandbox, at its
  * first start, so the certificate the sandbox trusts stays the same across
  * starts (and the spec with it); `rm` removes it. The key goes to the gateway
- * container only, over an exec's stdin (lifecycle.ts). The rules `firewall allow`
+ * container only, over an exec's stdin (sandbox/gateway-container.ts). The rules `firewall allow`
  * adds live are kept beside them (gateway-live-rules.ts).
  */
 import {chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync} from 'node:fs'

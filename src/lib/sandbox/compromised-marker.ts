@@ -7,7 +7,7 @@
  */
 import type {Engine} from '../engine/index.js'
 import {NotReadyError} from '../errors.js'
-import {STATE_DIR} from './spec.js'
+import {STATE_DIR} from '../contract.js'
 
 export const COMPROMISED_FILE = `${STATE_DIR}/compromised`
 /** sandbox-exec's exit code when it refuses (set-up failed, not ready, or compromised). */

@@ -9,6 +9,7 @@ import {baseImageDir} from '../util/assets.js'
 import {NotReadyError, SandboxError} from '../errors.js'
 import type {Context} from '../context.js'
 import {parseHookConfigLabel} from '../git/hook-config.js'
+import {checkAgentLogins} from './doctor-logins.js'
 import {describeGateway, hasGateway, lastLine, NOT_READY, readFirewallStatus, requireRunning, table, type FirewallStatus, type GatewayDescription, type RunningSandbox} from '../network/firewall.js'
 import {allowlistMatch, isIpLiteral, normaliseHost, parseDomainEnv} from '../network/gateway/policy.js'
 import {ruleHostMatches, rulesFor} from '../network/gateway/rules.js'
@@ -16,9 +17,11 @@ import {parseRequestLog, REQUEST_LOG} from '../network/gateway/log.js'
 import {randomBytes} from 'node:crypto'
 import {GATEWAY_DEFAULTS} from '../network/gateway/ports.js'
 import type {NetworkMode} from '../config/schema.js'
-import {SANDBOX_EXEC, SANDBOX_USER, workspaceMountPath} from './spec.js'
+import {SANDBOX_EXEC, SANDBOX_USER} from '../contract.js'
+import {workspaceMountPath} from './spec-sandbox.js'
 import {Labels, Names, type Workspace} from '../workspace.js'
 import {GHAPP_SECRET} from '../github/plan.js'
+import {sidecarChecks} from './health.js'
 import {CONTAINER_TOKEN_PATH} from '../github/token-store.js'
 
 export type CheckStatus = 'pass' | 'fail' | 'skip'
@@ -40,9 +43,9 @@ export interface DoctorReport {
  * The rules in force, from firewall-status run as root: default-deny policies,
  * a final REJECT, and no ACCEPT in OUTPUT that is not one of ours.
  */
-export function checkFirewallRules(status: FirewallStatus): DoctorCheck[] {
+export function checkFirewallRules(status: FirewallStatus, peerPorts: string[] = []): DoctorCheck[] {
   if (!status.rulesReadable) return [{name: 'rules', status: 'fail', detail: 'the rules could not be read as root'}]
-  const checks = [checkFamily('rules-ipv4', status.rules, 'icmp-port-unreachable'), checkFamily('rules-ipv6', status.rules6, 'icmp6-port-unreachable')]
+  const checks = [checkFamily('rules-ipv4', status.rules, 'icmp-port-unreachable', peerPorts), checkFamily('rules-ipv6', status.rules6, 'icmp6-port-unreachable', peerPorts)]
   checks.push(
     status.allowlist.length
       ? {name: 'allowlist', status: 'pass', detail: `${status.allowlist.length} domains`}
@@ -62,7 +65,8 @@ export function checkFirewallRules(status: FirewallStatus): DoctorCheck[] {
 const QUALIFIED_ACCEPT = [
   /^-A OUTPUT -o lo -j ACCEPT $/,
   /^-A OUTPUT -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT $/,
-  /^-A OUTPUT -m set --match-set agent-sandbox-(allow4|allow6|net4) dst -j ACCEPT $/,
+  // allowlisted names: TCP 80 and 443 only (the gateway's uid alone, with a gateway)
+  /^-A OUTPUT -p tcp -m multiport --dports 80,443 (-m owner --uid-owner \d+ )?-m set --match-set agent-sandbox-(allow4|allow6|net4) dst -j ACCEPT $/,
   // DNS out for the resolver's uid (dnsmasq, or root for Docker's embedded DNS), and loopback resolvers
   /^-A OUTPUT (-d \S+ )?-p (udp|tcp) -m (udp|tcp) --dport 53 -m owner --uid-owner \d+ -j ACCEPT $/,
   /^-A OUTPUT -d (127\.[\d.]+|::1)(\/\d+)? -m owner --uid-owner \d+ -j ACCEPT $/,
@@ -71,7 +75,7 @@ const QUALIFIED_ACCEPT = [
   /^-A OUTPUT -d (127\.0\.0\.1\/32|::1\/128) -p tcp -m multiport --dports \d+,\d+ -j ACCEPT $/,
 ]
 
-function checkFamily(name: string, rules: string[], reject: string): DoctorCheck {
+function checkFamily(name: string, rules: string[], reject: string, peerPorts: string[] = []): DoctorCheck {
   if (rules.length === 0) {
     return name === 'rules-ipv6'
       ? {name, status: 'pass', detail: 'no IPv6 rules loaded: IPv6 is disabled in this sandbox (init-firewall refuses to start otherwise)'}
@@ -86,12 +90,27 @@ function checkFamily(name: string, rules: string[], reject: string): DoctorCheck
   for (const rule of output) {
     if (/ -j ACCEPT$/.test(rule) && !QUALIFIED_ACCEPT.some((q) => q.test(`${rule} `))) problems.push(`unexpected rule: ${rule}`)
   }
+  // Declared ports: each ACCEPT names its own port and that port's set, nothing wider.
+  for (const rule of rules.filter((r) => r.startsWith('-A AGENT-SANDBOX-PORTS '))) {
+    const m = /^-A AGENT-SANDBOX-PORTS -p (tcp|udp) -m (tcp|udp) --dport (\d+) -m set --match-set agent-sandbox-(tcp|udp)(\d+)-[46] dst -j ACCEPT$/.exec(rule)
+    if (!m || m[1] !== m[4] || m[3] !== m[5]) problems.push(`unexpected rule: ${rule}`)
+  }
+  // Inbound: a published port from the publisher's addresses (-s), or from any peer only where the user published it beyond loopback.
+  const input = rules.filter((r) => r.startsWith('-A INPUT '))
+  const related = input.findIndex((r) => r.includes('--ctstate RELATED,ESTABLISHED'))
+  const redirect = input.findIndex((r) => / --icmpv?6?-type (redirect|5|137)\b.* -j DROP$/.test(r))
+  if (redirect === -1 || redirect > related) problems.push('redirects from peers are not dropped before replies are accepted')
+  for (const rule of input.filter((r) => / -j ACCEPT$/.test(r))) {
+    const port = /^-A INPUT (-s \S+ )?-p tcp -m tcp --dport (\d+) -j ACCEPT$/.exec(rule)
+    const known = /^-A INPUT (-i lo|-m conntrack --ctstate RELATED,ESTABLISHED|-p ipv6-icmp -m icmp6 --icmpv6-type (135|136)(\/0)? -m hl --hl-eq 255) -j ACCEPT$/.test(rule)
+    if (!known && !(port && (port[1] || peerPorts.includes(port[2])))) problems.push(`inbound rule open to any peer: ${rule}`)
+  }
   const last = output.at(-1)
   if (last !== `-A OUTPUT -j REJECT --reject-with ${reject}`) problems.push(`OUTPUT does not end with a REJECT (last rule: ${last ?? 'none'})`)
   if (!output.some((r) => r.includes('-j NFLOG'))) problems.push('denied packets are not logged (no NFLOG rule)')
   return problems.length
     ? {name, status: 'fail', detail: problems.join('; ')}
-    : {name, status: 'pass', detail: `policy DROP, ${output.length} OUTPUT rules ending in REJECT, every ACCEPT limited to loopback, replies, DNS or the allowlist`}
+    : {name, status: 'pass', detail: `policy DROP, ${output.length} OUTPUT rules ending in REJECT, every ACCEPT limited to loopback, replies, DNS, allowlisted names' TCP 80/443 or a declared port; inbound only from the port publisher`}
 }
 
 /** Lines `pass|fail|skip<TAB>name<TAB>detail` from doctor.sh. */
@@ -123,7 +142,8 @@ export async function runDoctor(ctx: Context, ws: Workspace, options: {branch?: 
   const sandbox = await requireRunning(ctx, ws, options.branch)
   const checks: DoctorCheck[] = []
   const status = sandbox.network === 'firewall' ? await readFirewallStatus(ctx, sandbox) : undefined
-  if (status) checks.push(...checkFirewallRules(status))
+  const peerPorts = ((sandbox.env ?? []).find((e) => e.startsWith('AGENT_SANDBOX_INBOUND_PEER_PORTS='))?.split('=')[1] ?? '').split(',').filter(Boolean)
+  if (status) checks.push(...checkFirewallRules(status, peerPorts))
   else checks.push({name: 'network-mode', status: sandbox.network === 'none' ? 'pass' : 'fail', detail: sandbox.network === 'none' ? 'none: no network at all' : 'open: egress is NOT filtered'})
   // The protected mounts as root: in a compromised sandbox every process of node is killed (mount-watch.sh).
   const m = await ctx.engine.containers.exec(sandbox.id, ['bash', '-c', doctorScript(), 'sandbox-doctor', '--mounts'], {user: 'root'})
@@ -145,7 +165,10 @@ export async function runDoctor(ctx: Context, ws: Workspace, options: {branch?: 
   if (r.exitCode === 1 && !probes.some((c) => c.status === 'fail')) {
     throw new SandboxError(`doctor.sh exited 1 in ${sandbox.name} without reporting a failed check: ${lastLine(r.stderr)}`)
   }
-  checks.push(...probes, await checkHookConfig(ctx, sandbox, workspaceMountPath(ws)))
+  checks.push(...probes, await checkHookConfig(ctx, sandbox, workspaceMountPath(ws)), await checkAgentLogins(ctx, sandbox.id))
+  // Each sidecar as health.ts defines a whole sandbox; a failure names its repair.
+  const info = await ctx.engine.containers.inspect(sandbox.id)
+  if (info) checks.push(...(await sidecarChecks(ctx, info)))
   if (status) checks.push(await checkGateway(ctx, sandbox, status), ...(await checkGatewayProbes(ctx, sandbox, status)))
   return {container: sandbox.name, network: sandbox.network, ok: !checks.some((c) => c.status === 'fail'), checks}
 }
@@ -161,8 +184,8 @@ async function checkGateway(ctx: Context, sandbox: RunningSandbox, status: Firew
   if (status.gateway !== 'running') return {name, status: 'fail', detail: `${Names.gateway(sandbox.name)} is not running: web traffic is refused (fail closed); run agent-sandbox start to restart it`}
   const uid = (sandbox.env ?? []).find((e) => e.startsWith('AGENT_SANDBOX_GATEWAY_UID='))?.split('=')[1]
   const problems: string[] = []
-  const closed = status.rules.filter((r) => r.includes('--dports 80,443') && r.includes(`! --uid-owner ${uid} `) && r.includes('-j REJECT'))
-  if (!closed.some((r) => r.includes('agent-sandbox-allow4'))) problems.push('ports 80/443 of allowlisted addresses are not closed to every uid but the gateway\'s')
+  const web = status.rules.filter((r) => r.includes('--dports 80,443') && r.includes('-j ACCEPT'))
+  if (!web.length || !web.every((r) => r.includes(` --uid-owner ${uid} `))) problems.push("ports 80/443 of allowlisted addresses are not closed to every uid but the gateway's")
   const ipt = status.backend === 'legacy' ? 'iptables-legacy' : 'iptables'
   const [nat, probe] = await Promise.all([
     // As root's scripts do (root-env.sh): iptables reads XTABLES_LIBDIR and more from the container's environment, the agent's.
@@ -274,7 +297,7 @@ async function checkGatewayProbes(ctx: Context, sandbox: RunningSandbox, status:
   ]
 }
 
-/** Issue 20: the hook frameworks' configuration found at creation is read-only for the agent (a real access(W_OK) as the agent). */
+/** The hook frameworks' configuration found at creation is read-only for the agent (a real access(W_OK) as the agent). */
 async function checkHookConfig(ctx: Context, sandbox: RunningSandbox, root: string): Promise<DoctorCheck> {
   const found = parseHookConfigLabel(sandbox.labels?.[Labels.hookConfig])
   if (!found) return {name: 'hook-config', status: 'skip', detail: 'no hook framework detected at creation (or protectHookConfig is false)'}

@@ -7,7 +7,8 @@
 import type {Context} from '../context.js'
 import {untilAborted} from '../errors.js'
 import {tarArchive} from '../util/tar.js'
-import {toCreateOptions, type SandboxSpec} from './spec.js'
+import type {SandboxSpec} from './spec.js'
+import {toCreateOptions} from './spec-render.js'
 
 /** Where a helper finds its input (`exec < HELPER_INPUT` in its program). */
 export const HELPER_INPUT = '/tmp/agent-sandbox-input'

@@ -22,6 +22,8 @@ export interface SandboxRow {
   limits: Record<string, unknown>
   /** The GitHub App token's state; null when the sandbox does not use the App. */
   github: GithubRowStatus | null
+  /** When it was last used: null while it runs (in use now), else when it stopped (ISO 8601; null if it never ran). */
+  lastUsed: string | null
 }
 
 /** Every sandbox, running or not, from one engine call: what a row needs is in the labels. */
@@ -29,8 +31,12 @@ export async function listSandboxes(ctx: {engine: Engine; env?: NodeJS.ProcessEn
   const rows = await ctx.engine.containers.list({[Labels.managed]: 'true', [Labels.kind]: 'sandbox'})
   // The token state reader only when some sandbox uses the App.
   const github = rows.some((row) => row.labels[Labels.ghapp] === '1') ? await import('../github/refresher.js') : undefined
+  // The list call has no stop times: one inspect per sandbox that ran and stopped (none for a running
+  // one, nor for one created and never started: Docker's `created`, Podman's `configured` too).
+  const ranBefore = (state: string) => state !== 'running' && state !== 'created' && state !== 'configured'
+  const stopped = await Promise.all(rows.map((row) => (ranBefore(row.state) ? ctx.engine.containers.inspect(row.id).catch(() => undefined) : undefined)))
   return rows
-    .map((row) => ({
+    .map((row, i) => ({
       name: row.name,
       repo: row.labels[Labels.repo] ?? '',
       path: row.labels[Labels.workspace] ?? '',
@@ -44,6 +50,7 @@ export async function listSandboxes(ctx: {engine: Engine; env?: NodeJS.ProcessEn
       volumes: (row.labels[`${Labels.volume}s`] ?? '').split(',').filter(Boolean),
       limits: safeJson(row.labels[Labels.limits]),
       github: github && row.labels[Labels.ghapp] === '1' ? github.githubRowStatus(row.name, row.state === 'running', ctx.env ?? process.env) : null,
+      lastUsed: stoppedAt(stopped[i]),
     }))
     .sort((a, b) => byCodeUnits(a.path, b.path) || byCodeUnits(a.branch, b.branch))
 }
@@ -57,17 +64,38 @@ export function byCodeUnits(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0
 }
 
+/** Milliseconds since the epoch of an engine time stamp; 0 for none (Docker's "0001-01-01…"). Pure. */
+export function engineTime(stamp: string | undefined): number {
+  const ms = stamp ? Date.parse(stamp) : NaN
+  return Number.isFinite(ms) && ms > 0 ? ms : 0
+}
+
+function stoppedAt(info: {finishedAt: string; startedAt: string} | undefined): string | null {
+  const ms = engineTime(info?.finishedAt) || engineTime(info?.startedAt)
+  return ms ? new Date(ms).toISOString() : null
+}
+
+/** `now` for a running sandbox, else how long ago it was last used: `5 minutes ago`, `3 days ago`. Pure. */
+export function formatLastUsed(row: Pick<SandboxRow, 'running' | 'lastUsed'>, now: number): string {
+  if (row.running) return 'now'
+  if (!row.lastUsed) return 'never'
+  const seconds = Math.max(0, Math.round((now - Date.parse(row.lastUsed)) / 1000))
+  const [n, unit] = seconds < 60 ? [seconds, 'second'] : seconds < 3600 ? [Math.floor(seconds / 60), 'minute'] : seconds < 86_400 ? [Math.floor(seconds / 3600), 'hour'] : [Math.floor(seconds / 86_400), 'day']
+  return `${n} ${unit}${n === 1 ? '' : 's'} ago`
+}
+
 /** The `list` table, one string per line. Pure. */
-export function formatSandboxTable(rows: readonly SandboxRow[]): string[] {
+export function formatSandboxTable(rows: readonly SandboxRow[], now = Date.now()): string[] {
   if (rows.length === 0) return ['no sandboxes']
   const table = [
-    ['NAME', 'REPO', 'MODE', 'BRANCH', 'STATUS', 'WORKDIR', 'LIMITS', 'PATH'],
+    ['NAME', 'REPO', 'MODE', 'BRANCH', 'STATUS', 'LAST USED', 'WORKDIR', 'LIMITS', 'PATH'],
     ...rows.map((r) => [
       r.name,
       r.repo,
       r.mode,
       r.branch || '-',
       r.running ? 'running' : r.status,
+      formatLastUsed(r, now),
       r.workdir,
       Object.entries(r.limits)
         .map(([k, v]) => `${k}=${String(v)}`)

@@ -9,7 +9,7 @@ import {createEphemeral, type Limits} from './ephemeral-container.js'
 import {SandboxError} from '../errors.js'
 import type {Reporter} from '../reporter.js'
 import {waitReady} from './lifecycle.js'
-import {SANDBOX_EXEC, SANDBOX_USER} from './spec.js'
+import {SANDBOX_EXEC, SANDBOX_USER} from '../contract.js'
 import {resolveWorkspace} from '../workspace.js'
 
 export interface SandboxManagerOptions {

@@ -8,7 +8,9 @@
 import type {NetworkMode} from '../config/schema.js'
 import {NotReadyError, untilAborted} from '../errors.js'
 import {parseRequestLog, type RequestLogEntry} from '../network/gateway/log.js'
-import {createGateway, removeCompanion, startRunGateway} from './lifecycle.js'
+import {createGateway, startRunGateway} from './gateway-container.js'
+import {removeCompanion} from './remove-companion.js'
+import {pullGatewayLogins} from '../logins/login-sync.js'
 import {createEphemeral, type Limits, type EphemeralOptions} from './ephemeral-container.js'
 import type {Context} from '../context.js'
 import type {Workspace} from '../workspace.js'
@@ -104,16 +106,19 @@ export async function runOneShot(ctx: Context, ws: Workspace, options: OneShotOp
     if (options.timeoutMs) {
       timer = setTimeout(() => {
         timedOut = true
-        // Sample before killing: a fork bomb shows as processes at the limit.
-        void engine.containers
-          .stats(created.id)
-          .then((s) => {
+        // Sample before killing: a fork bomb shows as processes at the limit. Its processes come
+        // and go (bash retries a refused fork, subshells exit), so up to three samples are taken.
+        void (async () => {
+          for (let sample = 0; sample < 3 && !atPidsLimit; sample++) {
+            if (sample > 0) await new Promise((resolve) => setTimeout(resolve, 250))
+            const s = await engine.containers.stats(created.id).catch(() => undefined)
             // Podman's stats carry no limit: fall back to the one we set.
-            const limit = s.pidsLimit || created.spec.limits.pids || 0
-            atPidsLimit = limit > 0 && s.pids >= limit - 2
-          })
-          .catch(() => undefined)
+            const limit = s?.pidsLimit || created.spec.limits.pids || 0
+            atPidsLimit = s !== undefined && limit > 0 && s.pids >= limit - 2
+          }
+        })()
           .finally(() => engine.containers.kill(created.id))
+          .catch(() => undefined)
       }, options.timeoutMs)
     }
     const exitCode = await engine.containers.wait(created.id)
@@ -149,6 +154,8 @@ export async function runOneShot(ctx: Context, ws: Workspace, options: OneShotOp
     if (created.gateway) {
       const gateway = created.gateway.name
       await gatewaying?.catch(() => undefined)
+      // Tokens its gateway minted (a refresh during the run) go to the host's store before it goes.
+      await pullGatewayLogins(engine, gateway, ctx.env ?? process.env)
       const gatewayGone = removeCompanion(ctx, gateway).catch(() => undefined)
       if ((await kind) === 'docker') await Promise.all([gatewayGone, removeRun()])
       else await gatewayGone.then(removeRun)

@@ -8,7 +8,7 @@ import type {NetworkMode} from '../config/schema.js'
 import {ConflictError, NotReadyError, throwIfAborted} from '../errors.js'
 import {compromisedReason, SANDBOX_EXEC_REFUSED} from './compromised-marker.js'
 import type {Context} from '../context.js'
-import {SANDBOX_EXEC, SANDBOX_USER} from './spec.js'
+import {SANDBOX_EXEC, SANDBOX_USER} from '../contract.js'
 import {Labels, Names, type Workspace} from '../workspace.js'
 import {isNotRunning} from '../engine/containers.js'
 import {GATEWAY_DEFAULTS} from '../network/gateway/ports.js'
@@ -57,6 +57,9 @@ export async function ensureRunning(ctx: Context, ws: Workspace, options: Omit<S
         hint: 'stop it first (agent-sandbox stop), then start again with the new --network',
       })
     }
+    // A stale image is rebuilt, and a sandbox on an older one named (a warm `exec` goes straight to the container instead).
+    const {checkRunningImage} = await import('../images/stale.js')
+    await checkRunningImage(ctx, ws, info, options)
     return name
   }
   // Only now the lifecycle module (settings, the schema, images, shelf): a warm exec needs one inspect and nothing else.
@@ -78,9 +81,9 @@ export async function execInSandbox(ctx: Context, ws: Workspace, command: string
   if (code !== SANDBOX_EXEC_REFUSED) return code
   // sandbox-exec refused before running anything: if mount-watch marked the
   // sandbox compromised, restart it (the mounts come back) and run the command;
-  // if its egress gateway does not serve it (sandbox-exec checks that it listens), start makes the gateway anew.
+  // if a sidecar does not serve it (sandbox-exec checks that each listens), start repairs it (health.ts).
   const name = Names.container(ws, options.branch)
-  const reason = (await compromisedReason(ctx.engine, name)) ?? (await gatewayDown(ctx, name))
+  const reason = (await compromisedReason(ctx.engine, name)) ?? (await sidecarsDown(ctx, name))
   if (reason === undefined) return code
   const {startSandbox} = await import('./lifecycle.js')
   await startSandbox(ctx, ws, options)
@@ -90,20 +93,21 @@ export async function execInSandbox(ctx: Context, ws: Workspace, command: string
   return execOnce(ctx, ws, command, options)
 }
 
-/** Why the sandbox's egress gateway does not serve it, if it has one; undefined when it does (the 125 was the command's own). */
-async function gatewayDown(ctx: Context, name: string): Promise<string | undefined> {
+/** Which sidecars do not serve the running sandbox, if any; undefined when all do (the 125 was the command's own). */
+async function sidecarsDown(ctx: Context, name: string): Promise<string | undefined> {
   const info = await ctx.engine.containers.inspect(name)
-  if (!info?.running || !info.env.some((e) => e.startsWith('AGENT_SANDBOX_GATEWAY_UID='))) return undefined
-  const {gatewayServes} = await import('./lifecycle.js')
-  return (await gatewayServes(ctx, info)) ? undefined : 'its egress gateway did not serve it'
+  if (!info?.running) return undefined
+  const {sidecarFaults} = await import('./health.js')
+  const faults = await sidecarFaults(ctx, info)
+  return faults.length ? `${faults.map((f) => f.name).join(' and ')} did not serve it` : undefined
 }
 
 /**
  * What every exec asks of sandbox-exec, which refuses (125, quietly: the CLI
- * says why) a compromised sandbox, and one whose egress gateway does not
- * listen in its network namespace: a /dev/tcp connect of bash (about 0.1 ms),
- * where an inspect of the gateway would cost a round trip to the engine on
- * every exec. Both are unset before the command runs.
+ * says why) a compromised sandbox, and one whose egress gateway or push gate
+ * does not listen in its network namespace: a /dev/tcp connect of bash (about
+ * 0.1 ms each), where an inspect of the sidecars would cost a round trip to the
+ * engine on every exec. Both are unset before the command runs.
  */
 const EXEC_CHECKS: Record<string, string> = {AGENT_SANDBOX_QUIET_REFUSAL: 'compromised', AGENT_SANDBOX_CHECK_GATEWAY: String(GATEWAY_DEFAULTS.tlsPort)}
 

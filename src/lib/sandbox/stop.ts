@@ -4,6 +4,7 @@
  */
 import type {Engine} from '../engine/index.js'
 import {Names, type Workspace} from '../workspace.js'
+import {pullGatewayLogins} from '../logins/login-sync.js'
 
 /**
  * Stop the sandbox, then signal its gate and gateway to end (they live in its
@@ -17,6 +18,8 @@ import {Names, type Workspace} from '../workspace.js'
  */
 export async function stopSandbox(ctx: {engine: Engine}, ws: Workspace, branch?: string): Promise<'stopped' | 'not-running' | 'missing'> {
   const name = Names.container(ws, branch)
+  // Tokens its gateway minted (logins/login-sync.ts) go to the host's store first: the gateway's tmpfs goes with it.
+  await pullGatewayLogins(ctx.engine, Names.gateway(name))
   const sandbox = await ctx.engine.containers.stop(name)
   await Promise.all([Names.gate(name), Names.gateway(name)].map((sidecar) => ctx.engine.containers.kill(sidecar, 'SIGTERM', {answer: false})))
   return sandbox

@@ -21,3 +21,5 @@ export const baseImageDir = join(packageRoot, 'base-image')
 export const templatesDir = join(packageRoot, 'templates')
 /** The seccomp profile of a sandbox with nested containers (docs/security.md). */
 export const nestedSeccompProfile = join(templatesDir, 'seccomp-nested.json')
+/** The seccomp profile of every other sandbox: socket families limited (docs/security.md). */
+export const defaultSeccompProfile = join(templatesDir, 'seccomp-default.json')

@@ -22,6 +22,8 @@ export interface ProcOptions {
   timeoutMs?: number
   /** Ends the child (SIGTERM) when aborted. */
   signal?: AbortSignal
+  /** Run the child as this user (only root may): its uid and gid, and no supplementary groups. */
+  user?: {uid: number; gid: number}
 }
 
 export interface ProcResult {
@@ -64,7 +66,7 @@ function spawnAndWait(command: string, args: readonly string[], options: ProcOpt
     let killer: NodeJS.Timeout | undefined
     const onAbort = () => child.kill('SIGTERM')
     try {
-      child = spawn(command, args, {cwd: options.cwd, env: {...process.env, ...options.env}, stdio})
+      child = spawn(command, args, {cwd: options.cwd, env: {...process.env, ...options.env}, stdio, ...(options.user ? {uid: options.user.uid, gid: options.user.gid} : {})})
     } catch (error) {
       // Invalid arguments (e.g. a NUL byte) throw synchronously.
       resolve({code: null, signal: null, error: error as NodeJS.ErrnoException, stdout: '', stderr: ''})

@@ -20,7 +20,7 @@ export interface CaPair {
   key: string
 }
 
-export interface Minter {
+export interface LeafMinter {
   /** A leaf certificate (PEM, followed by the CA's) and key (PEM) for `host`, made once and cached. */
   leaf(host: string): Promise<{cert: string; key: string}>
 }
@@ -163,7 +163,7 @@ function caParts(caPem: string): {subject: Buffer; keyId: Buffer} {
 }
 
 /** The gateway's minter: one leaf key for every name (as mitmproxy does), one certificate per name. */
-export function createLeafMinter(ca: CaPair): Minter {
+export function createLeafMinter(ca: CaPair): LeafMinter {
   const caKey = createPrivateKey(ca.key)
   const {subject: issuer, keyId} = caParts(ca.cert)
   const pair = generateKeyPairSync('ec', {namedCurve: 'prime256v1'})

@@ -4,6 +4,7 @@
  * request's destination is, from its Host header or SNI alone.
  */
 import {isIP} from 'node:net'
+import {isWebEntry} from '../../util/allow-entry.js'
 
 /** Entries of a domain list file (default-domains.txt): words, `#` comments. */
 export function parseDomainList(text: string): string[] {
@@ -23,12 +24,14 @@ export function parseDomainEnv(text: string | undefined): string[] {
 }
 
 /**
- * The allowlist entry that admits `host`, if any. `example.com` and
- * `*.example.com` both admit the name and every subdomain, as dnsmasq does
- * for the firewall.
+ * The allowlist entry that admits `host` to the web (TCP 80 and 443), if any.
+ * `example.com` and `*.example.com` both admit the name and every subdomain,
+ * as dnsmasq does for the firewall; `name:PORT` entries admit no web traffic.
  */
 export function allowlistMatch(host: string, entries: Iterable<string>): string | undefined {
   for (const entry of entries) {
+    // `name:PORT` opens that port directly; only a bare name is web traffic through the gateway.
+    if (!isWebEntry(entry)) continue
     const base = entry.startsWith('*.') ? entry.slice(2) : entry
     if (host === base || host.endsWith(`.${base}`)) return entry
   }
@@ -71,7 +74,7 @@ export function decideHttp(hostHeader: string | undefined, target: string, allow
     } catch {
       authority = undefined
     }
-    if (authority !== host) return {allowed: false, rule: `request target host ${authority ?? '?'} differs from Host ${host}`, status: 421, host}
+    if (authority !== host) return {allowed: false, rule: `request target host ${authority ?? '?'} differs from Host ${host}`, status: 400, host}
   }
   return {...decideName(host, allowlist), host}
 }

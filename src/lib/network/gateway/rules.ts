@@ -1,7 +1,7 @@
 /**
  * httpRules (docs/configuration.md): per-host limits on the methods and paths
  * of requests through the egress gateway. Pure: the gateway applies them
- * (server.ts), config merges them per host (load.ts) and trust classifies a
+ * (state.ts judge), config merges them per host (load.ts) and trust classifies a
  * workspace file's rules (widening.ts).
  *
  * A host with at least one rule that names methods or paths is restricted:
@@ -78,6 +78,7 @@ export function rulesFor(host: string, rules: readonly HttpRule[]): HttpRule[] {
 }
 
 const globCache = new Map<string, RegExp>()
+/** A path glob of httpRules as a RegExp: `*` matches any run of characters, `/` included (config/trust.ts has the one where it stops at `/`). */
 export function globToRegExpAcrossSlashes(glob: string): RegExp {
   let re = globCache.get(glob)
   if (!re) {
@@ -113,7 +114,7 @@ export function describeRule(r: HttpRule): string {
 export type RuleVerdict = {allowed: true; rule?: string} | {allowed: false; rule: string}
 
 /** Whether the host's rules admit a request (its path already normalised). */
-export function checkRules(host: string, method: string, path: string, rules: readonly HttpRule[]): RuleVerdict {
+export function judgeHttpRules(host: string, method: string, path: string, rules: readonly HttpRule[]): RuleVerdict {
   const mine = rulesFor(host, rules)
   if (!mine.length) return {allowed: true}
   const admitting = mine.find((r) => (!r.methods || r.methods.includes(method.toUpperCase())) && (!r.paths || r.paths.some((g) => globToRegExpAcrossSlashes(g).test(path))))

@@ -13,7 +13,7 @@ export interface MaskedSecret {
   name: string
   hosts: string[]
   surrogate: string
-  /** Absent in a gateway made anew where the variable was not set (lifecycle.ts ensureGateway): the surrogate is then refused at every host. */
+  /** Absent in a gateway made anew where the variable was not set (gateway-container.ts remakeGateway): the surrogate is then refused at every host. */
   value?: string
 }
 
