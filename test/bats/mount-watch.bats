@@ -345,6 +345,15 @@ events_setup() {
   stub inotifywait 'echo $$ > "$TEST_TMP/inotifywait.pid"; echo "Setting up watches." >&2; echo "Watches established." >&2; exec tail -n 0 -f "$TEST_TMP/ino-events"'
 }
 
+# running PID: the process exists and is not a zombie (killed, and not reaped yet by its parent, which a
+# disowned helper's shell does at its next wake-up).
+running() {
+  local stat
+  stat="$(cat "/proc/$1/stat" 2> /dev/null)" || return 1
+  stat="${stat##*) }"
+  [[ "${stat%% *}" != Z ]]
+}
+
 # settled: started, ready, and past the second of polling after the helpers' start.
 settled() {
   : > "$TEST_TMP/state/ready"
@@ -401,8 +410,8 @@ settled() {
     second="$(cat "$TEST_TMP/inotifywait.pid")"
     [ "$second" != "$first" ]
     # The old one is gone.
-    for ((i = 0; i < 1000; i++)); do kill -0 "$first" 2> /dev/null || break; sleep 0.01; done
-    run kill -0 "$first"
+    for ((i = 0; i < 1000; i++)); do running "$first" || break; sleep 0.01; done
+    run running "$first"
     assert_failure
     first="$second"
   done
@@ -454,8 +463,8 @@ settled() {
   WATCH_PID=""
   for name in findmnt inotifywait; do
     pid="$(cat "$TEST_TMP/$name.pid")"
-    for ((i = 0; i < 1000; i++)); do kill -0 "$pid" 2> /dev/null || break; sleep 0.01; done
-    run kill -0 "$pid"
+    for ((i = 0; i < 1000; i++)); do running "$pid" || break; sleep 0.01; done
+    run running "$pid"
     assert_failure
   done
 }
