@@ -6,7 +6,7 @@
  * logins alone.
  */
 import {randomBytes} from 'node:crypto'
-import {createSocket, type Socket as UdpSocket} from 'node:dgram'
+import type {Socket as UdpSocket} from 'node:dgram'
 import {mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import http2 from 'node:http2'
 import https from 'node:https'
@@ -16,6 +16,7 @@ import {join} from 'node:path'
 import tls from 'node:tls'
 import {gzipSync} from 'node:zlib'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {startDns} from './gateway-site.js'
 import {parseRequestLog, REQUEST_LOG} from '../../src/lib/network/gateway/log.js'
 import {SECRETS_FILE, serveGateway, type RunningGateway} from '../../src/lib/network/gateway/server.js'
 import {createCa, createLeafMinter} from '../../src/lib/network/gateway/certificates.js'
@@ -44,19 +45,6 @@ let sandboxCa = ''
 /** What the stand-in site got: host, path, authorization, body. */
 const seen: Array<{host: string; path: string; auth: string; body: string}> = []
 
-function startDns(): Promise<UdpSocket> {
-  const server = createSocket('udp4')
-  server.on('message', (q, from) => {
-    const header = Buffer.from(q.subarray(0, 12))
-    header[2] = 0x81
-    header[3] = 0x80
-    const type = q.readUInt16BE(q.length - 4)
-    header.writeUInt16BE(type === 1 ? 1 : 0, 6)
-    const answer = type === 1 ? [Buffer.from([0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 1, 0, 4, 127, 0, 0, 1])] : []
-    server.send(Buffer.concat([header, q.subarray(12), ...answer]), from.port, from.address)
-  })
-  return new Promise((resolve) => server.bind(0, '127.0.0.1', () => resolve(server)))
-}
 
 /** The vendors' token endpoints (a rotating refresh, gzip-encoded as a CDN would) and an API that says which token it got. */
 function answer(host: string, path: string, body: string): {status: number; json: unknown} {

@@ -7,7 +7,7 @@
  * sandbox) are in test/integration/gateway-protocols.test.ts.
  */
 import {createHash, randomBytes} from 'node:crypto'
-import {createSocket, type Socket as UdpSocket} from 'node:dgram'
+import type {Socket as UdpSocket} from 'node:dgram'
 import {mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import http2 from 'node:http2'
 import https from 'node:https'
@@ -16,6 +16,7 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import tls from 'node:tls'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {startDns} from './gateway-site.js'
 import {parseRequestLog, REQUEST_LOG} from '../../src/lib/network/gateway/log.js'
 import {SECRETS_FILE, serveGateway, type RunningGateway} from '../../src/lib/network/gateway/server.js'
 import {createCa, createLeafMinter} from '../../src/lib/network/gateway/certificates.js'
@@ -35,20 +36,6 @@ const seen: string[] = []
 /** What the gateway handed to onRecord (a one-shot run's gateway copies it to stdout). */
 const recorded: string[] = []
 
-/** Resolver stand-in: A 127.0.0.1 for any name, no AAAA. */
-function startDns(): Promise<UdpSocket> {
-  const server = createSocket('udp4')
-  server.on('message', (q, from) => {
-    const header = Buffer.from(q.subarray(0, 12))
-    header[2] = 0x81
-    header[3] = 0x80
-    const type = q.readUInt16BE(q.length - 4)
-    header.writeUInt16BE(type === 1 ? 1 : 0, 6)
-    const answer = type === 1 ? [Buffer.from([0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 1, 0, 4, 127, 0, 0, 1])] : []
-    server.send(Buffer.concat([header, q.subarray(12), ...answer]), from.port, from.address)
-  })
-  return new Promise((resolve) => server.bind(0, '127.0.0.1', () => resolve(server)))
-}
 
 /** The site: HTTP/1.1 over TLS; answers with what it got, streams /big (chunked), echoes WebSocket-style upgrades. */
 function startSite(cert: string, key: string): Promise<https.Server> {
