@@ -167,6 +167,18 @@ export async function configuredWorkspace(role: string, config: Record<string, u
   return path
 }
 
+/** git on the host in `ws` as the workspace's owner (TEST_UID, never root), with `home` as HOME and no system config. */
+export function hostGit(ws: string, home: string, ...args: string[]): Promise<Result> {
+  return run('setpriv', ['--reuid', String(TEST_UID), '--regid', String(TEST_UID), '--clear-groups', 'env', `HOME=${home}`, 'GIT_CONFIG_NOSYSTEM=1', 'git', '-C', ws, ...args])
+}
+
+/** hostGit that must succeed: its trimmed stdout. */
+export async function hostGitOk(ws: string, home: string, ...args: string[]): Promise<string> {
+  const r = await hostGit(ws, home, ...args)
+  if (r.exitCode !== 0) throw new Error(`host git ${args.join(' ')} failed: ${r.stderr}`)
+  return r.stdout.trim()
+}
+
 /** The CLI's exec, as the tests use it everywhere. */
 export function sbx(path: string, ...command: string[]): Promise<Result> {
   return cli(['exec', path, '--', ...command])

@@ -9,23 +9,15 @@
 import {chmodSync, mkdirSync, readFileSync, statSync, writeFileSync} from 'node:fs'
 import {dirname, join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
-import {cleanupUnder, cli, configuredWorkspace, removeWorkspace, run, sbx, TEST_ROOT, TEST_UID, type Result} from './helpers.js'
+import {cleanupUnder, cli, hostGitOk, configuredWorkspace, removeWorkspace, run, sbx, TEST_ROOT, TEST_UID} from './helpers.js'
 
 let ws: string
 let home: string
 let MARK: string
 let sandbox: string
 
-/** git on the host, as the workspace's owner. */
-function asUser(...args: string[]): Promise<Result> {
-  return run('setpriv', ['--reuid', String(TEST_UID), '--regid', String(TEST_UID), '--clear-groups', 'env', `HOME=${home}`, 'GIT_CONFIG_NOSYSTEM=1', 'git', '-C', ws, ...args])
-}
-
-async function userOk(...args: string[]): Promise<string> {
-  const r = await asUser(...args)
-  if (r.exitCode !== 0) throw new Error(`host git ${args.join(' ')} failed: ${r.stderr}`)
-  return r.stdout.trim()
-}
+/** git on the host in the workspace, as its owner. */
+const userOk = (...args: string[]): Promise<string> => hostGitOk(ws, home, ...args)
 
 const keptRefs = () => userOk('for-each-ref', '--format=%(refname)', 'refs/sandbox/')
 
