@@ -26,13 +26,15 @@ common_teardown() {
 }
 
 # stub NAME [BODY]: an executable NAME on PATH that logs its argv and then runs BODY (default: exit 0).
+# The log line is one write, so stubs that run at the same time never interleave their lines.
 stub() {
   local name="$1" body="${2:-exit 0}"
   cat > "$STUB_BIN/$name" <<STUB
 #!/usr/bin/env bash
-printf '%s' "$name" >> "\$STUB_LOG"
-for a in "\$@"; do printf ' %s' "\$a" >> "\$STUB_LOG"; done
-printf '\n' >> "\$STUB_LOG"
+__stub_line="$name"
+for a in "\$@"; do __stub_line+=" \$a"; done
+printf '%s\n' "\$__stub_line" >> "\$STUB_LOG"
+unset __stub_line
 $body
 STUB
   chmod +x "$STUB_BIN/$name"
