@@ -59,6 +59,7 @@ PODMAN_FILES=(
   test/integration/gateway.test.ts
   test/integration/gateway-intercept.test.ts
   test/integration/gateway-ops.test.ts
+  test/integration/grants.test.ts
   test/integration/github-app.test.ts
   test/integration/gateway-smuggling.test.ts
   test/integration/heal.test.ts

@@ -2,8 +2,8 @@
  * The egress gateway's program (bundled as dist/bundle/egress-gateway.cjs and
  * installed in the base image): `node egress-gateway.cjs` serves; it runs in
  * its own container in the sandbox's network namespace (spec-companions.ts
- * buildGatewaySpec). `node egress-gateway.cjs --allow DOMAIN...` adds domains to
- * the running gateway's allowlist, `--rule JSON` an httpRule (firewall allow),
+ * buildGatewaySpec). `node egress-gateway.cjs --allow [--limits JSON] DOMAIN...`
+ * grants domains in the running gateway (grants.ts; JSON: until, forMs, once, maxUpload), `--rule JSON` an httpRule (firewall allow),
  * and `--describe` prints the rules in force and the masked secrets' names and
  * hosts (never their values; doctor); `--logins` prints the agents' tokens it
  * minted (to the CLI's store); `--secret NAME` takes a new value for
@@ -19,7 +19,8 @@ import {rootCertificates} from 'node:tls'
 import {join} from 'node:path'
 import {SECRETS_FILE, serveGateway, type GatewaySecrets} from './lib/network/gateway/server.js'
 import {isHttpRule, parseRuleLines, type HttpRule} from './lib/network/gateway/rules.js'
-import {LIVE_ALLOWLIST, LIVE_RULES} from './lib/network/gateway/live.js'
+import {LIVE_GRANTS, LIVE_RULES} from './lib/network/gateway/live.js'
+import {parseGrantLines} from './lib/network/gateway/grants.js'
 import {GATEWAY_DEFAULTS} from './lib/network/gateway/ports.js'
 import {parseDomainEnv} from './lib/network/gateway/policy.js'
 import {readMinted} from './lib/network/gateway/login-exchange.js'
@@ -38,9 +39,16 @@ const configRules = () => JSON.parse(env.AGENT_SANDBOX_GATEWAY_RULES || '[]') as
 
 async function main(argv: string[]): Promise<void> {
   if (argv[0] === '--allow') {
-    const domains = argv.slice(1).map((d) => d.toLowerCase()).filter((d) => /^(\*\.)?[a-z0-9_]([a-z0-9_.-]*[a-z0-9_])?$/.test(d))
-    if (domains.length !== argv.length - 1) throw new Error(`not a domain: ${argv.slice(1).join(' ')}`)
-    appendFileSync(join(stateDir, LIVE_ALLOWLIST), `${domains.join('\n')}\n`, {mode: 0o600})
+    // `--allow [--limits JSON] DOMAIN...`: a grant for each domain, replacing its earlier one (grants.ts).
+    const limited = argv[1] === '--limits'
+    const limits = limited ? (JSON.parse(argv[2] ?? 'null') as Record<string, unknown>) : {}
+    const given = argv.slice(limited ? 3 : 1)
+    const domains = given.map((d) => d.toLowerCase()).filter((d) => /^(\*\.)?[a-z0-9_]([a-z0-9_.-]*[a-z0-9_])?$/.test(d))
+    if (domains.length !== given.length || domains.length === 0) throw new Error(`not a domain: ${given.join(' ')}`)
+    const at = Date.now()
+    const lines = domains.map((entry) => JSON.stringify({...limits, entry, at}))
+    if (parseGrantLines(lines.join('\n')).some((g) => !g)) throw new Error(`not grant limits: ${argv[2]}`)
+    appendFileSync(join(stateDir, LIVE_GRANTS), `${lines.join('\n')}\n`, {mode: 0o600})
     return
   }
   if (argv[0] === '--rule') {

@@ -132,7 +132,7 @@ teardown() {
 @test "no arguments prints usage" {
   run "$SCRIPT"
   assert_failure
-  assert_output --partial "firewall-allow: usage: firewall-allow.sh ENTRY..."
+  assert_output --partial "firewall-allow: usage: firewall-allow.sh [--until EPOCH] ENTRY..."
 }
 
 @test "fails clearly when the firewall is not initialised" {
@@ -179,4 +179,134 @@ teardown() {
     [ "$(stat -c %a "$AGENT_SANDBOX_STATE_DIR/$f")" = 644 ] || { echo "$f: $(stat -c %a "$AGENT_SANDBOX_STATE_DIR/$f")"; false; }
   done
   [ "$(stat -c %a "$AGENT_SANDBOX_PERSIST_DIR/upstream-resolvers")" = 644 ]
+}
+
+# ---- grants: --until, renewal, expiry ---------------------------------------
+
+@test "--until: the entry is added, its grant recorded, and one detached expirer started for it" {
+  stub setsid
+  run "$SCRIPT" --until 4000000000 timed.example db.example:5432
+  assert_success
+  assert_output $'firewall-allow: added timed.example\nfirewall-allow: added db.example:5432'
+  run sort "$AGENT_SANDBOX_STATE_DIR/grants"
+  assert_output $'db.example:5432 4000000000\ntimed.example 4000000000'
+  run grep '^setsid' "$STUB_LOG"
+  assert_output $"setsid -f $SCRIPT --expire timed.example 4000000000
+setsid -f $SCRIPT --expire db.example:5432 4000000000"
+  grep -q 'firewall-allow: added timed.example (until 2096-10-02T07:06:40Z)' "$AGENT_SANDBOX_STATE_DIR/firewall.log"
+  [ "$(stat -c %a "$AGENT_SANDBOX_STATE_DIR/grants")" = 644 ]
+}
+
+@test "without --until a grant lasts for the sandbox's life: recorded, no expirer" {
+  stub setsid
+  run "$SCRIPT" lasting.example
+  assert_success
+  [ "$(cat "$AGENT_SANDBOX_STATE_DIR/grants")" = 'lasting.example 0' ]
+  run grep '^setsid' "$STUB_LOG"
+  assert_failure
+  grep -q "firewall-allow: added lasting.example (for the sandbox's life)" "$AGENT_SANDBOX_STATE_DIR/firewall.log"
+}
+
+@test "granting an entry again replaces its grant; one the defaults allow stays theirs, with no grant" {
+  stub setsid
+  run "$SCRIPT" --until 4000000000 again.example
+  assert_success
+  run "$SCRIPT" '*.again.example' one.example
+  assert_success
+  assert_output $'firewall-allow: renewed again.example\nfirewall-allow: one.example is already allowed'
+  [ "$(cat "$AGENT_SANDBOX_STATE_DIR/grants")" = 'again.example 0' ]
+  run grep -c '^again.example$' "$AGENT_SANDBOX_STATE_DIR/allowlist"
+  assert_output 1
+  run "$SCRIPT" --until 4000000100 again.example one.example
+  assert_output $'firewall-allow: renewed again.example\nfirewall-allow: one.example is already allowed'
+  [ "$(cat "$AGENT_SANDBOX_STATE_DIR/grants")" = 'again.example 4000000100' ]
+  grep -q 'firewall-allow: renewed again.example (until ' "$AGENT_SANDBOX_STATE_DIR/firewall.log"
+}
+
+@test "--until takes epoch seconds only; nothing changes otherwise" {
+  local before
+  before="$(cat "$AGENT_SANDBOX_STATE_DIR/allowlist")"
+  for bad in '' soon -5 0 1.5; do
+    run "$SCRIPT" --until "$bad" x.example
+    assert_failure
+    assert_output "firewall-allow: --until takes the epoch seconds the grant expires at, not '$bad'"
+  done
+  [ "$(cat "$AGENT_SANDBOX_STATE_DIR/allowlist")" = "$before" ]
+  [ ! -e "$AGENT_SANDBOX_STATE_DIR/grants" ]
+}
+
+@test "--expire: the entry leaves the allowlist and dnsmasq, its grant goes, and the log says so" {
+  stub setsid
+  run "$SCRIPT" --until 1000 gone.example kept.example
+  assert_success
+  : > "$STUB_LOG"
+  run "$SCRIPT" --expire gone.example 1000
+  assert_success
+  run cat "$AGENT_SANDBOX_STATE_DIR/allowlist"
+  assert_output $'one.example\n*.two.example\nkept.example'
+  run grep -c 'gone.example' "$AGENT_SANDBOX_STATE_DIR/dnsmasq.conf"
+  assert_output 0
+  grep -qx 'server=/kept.example/127.0.0.11' "$AGENT_SANDBOX_STATE_DIR/dnsmasq.conf"
+  [ "$(cat "$AGENT_SANDBOX_STATE_DIR/grants")" = 'kept.example 1000' ]
+  grep -q '^dnsmasq --conf-file=' "$STUB_LOG"
+  grep -q 'firewall-allow: the grant of gone.example expired (until 1970-01-01T00:16:40Z): its names are refused again' "$AGENT_SANDBOX_STATE_DIR/firewall.log"
+}
+
+@test "--expire does nothing when the grant was replaced meanwhile, or the entry is the defaults'" {
+  stub setsid
+  run "$SCRIPT" --until 1000 moved.example
+  run "$SCRIPT" --until 4000000000 moved.example
+  : > "$STUB_LOG"
+  local allowlist
+  allowlist="$(cat "$AGENT_SANDBOX_STATE_DIR/allowlist")"
+  run "$SCRIPT" --expire moved.example 1000
+  assert_success
+  run "$SCRIPT" --expire one.example 0
+  assert_success
+  [ "$(cat "$AGENT_SANDBOX_STATE_DIR/allowlist")" = "$allowlist" ]
+  [ "$(cat "$AGENT_SANDBOX_STATE_DIR/grants")" = 'moved.example 4000000000' ]
+  [ ! -s "$STUB_LOG" ]
+}
+
+@test "--expire of a name:PORT entry: the addresses dnsmasq gave its names leave the port's sets, but another entry's of that port" {
+  stub setsid
+  stub iptables 'case "$1" in -C) exit 0 ;; -S) echo "-P OUTPUT DROP" ;; esac'
+  run "$SCRIPT" --until 1000 db.example:5432 cache.example:5432
+  assert_success
+  cat > "$AGENT_SANDBOX_STATE_DIR/dnsmasq.log" <<'LOG'
+Nov 29 13:00:00 dnsmasq[12]: query[A] db.example from 127.0.0.1
+Nov 29 13:00:00 dnsmasq[12]: reply db.example is 10.0.0.5
+Nov 29 13:00:01 dnsmasq[12]: reply eu.db.example is 10.0.0.6
+Nov 29 13:00:01 dnsmasq[12]: reply db.example is fd00::5
+Nov 29 13:00:02 dnsmasq[12]: reply cache.example is 10.0.0.7
+Nov 29 13:00:02 dnsmasq[12]: reply cache.example is 10.0.0.6
+Nov 29 13:00:03 dnsmasq[12]: reply notdb.example is 10.0.0.9
+LOG
+  : > "$STUB_LOG"
+  run "$SCRIPT" --expire db.example:5432 1000
+  assert_success
+  run grep '^ipset del' "$STUB_LOG"
+  assert_output $'ipset del agent-sandbox-tcp5432-4 10.0.0.5\nipset del agent-sandbox-tcp5432-6 fd00::5' || \
+    assert_output $'ipset del agent-sandbox-tcp5432-6 fd00::5\nipset del agent-sandbox-tcp5432-4 10.0.0.5'
+  run cat "$AGENT_SANDBOX_STATE_DIR/allowlist"
+  refute_line 'db.example:5432'
+  assert_line 'cache.example:5432'
+}
+
+@test "the detached expirer sleeps until the grant expires, then removes the entry" {
+  local now
+  printf -v now '%(%s)T' -1
+  run "$SCRIPT" --until "$((now + 1))" brief.example
+  assert_success
+  grep -qx 'brief.example' "$AGENT_SANDBOX_STATE_DIR/allowlist"
+  # Polled with a generous deadline: the expiry is the process's to keep, not this test's to time.
+  local i
+  for ((i = 0; i < 300; i++)); do
+    grep -qx 'brief.example' "$AGENT_SANDBOX_STATE_DIR/allowlist" || break
+    sleep 0.1
+  done
+  run grep -c 'brief.example' "$AGENT_SANDBOX_STATE_DIR/allowlist"
+  assert_output 0
+  grep -q 'firewall-allow: the grant of brief.example expired' "$AGENT_SANDBOX_STATE_DIR/firewall.log"
+  [ "$(cat "$AGENT_SANDBOX_STATE_DIR/grants")" = '' ]
 }

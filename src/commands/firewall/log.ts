@@ -7,7 +7,7 @@ import {resolveWorkspace} from '../../lib/workspace.js'
 export default class FirewallLog extends Command {
   static override summary = "Show the requests the sandbox's egress gateway let through or refused."
   static override description =
-    'One line a request (a connection, for TLS passed through without interception): time, ALLOW or BLOCK, status, method, host and path (never the query), bytes of the response, and the allowlist entry or the reason. With --follow, new requests are shown as they come until you press Ctrl-C. With --json, one JSON object a line.'
+    'One line a request (a connection, for TLS passed through without interception): time, ALLOW or BLOCK, status, method, host and path (never the query), bytes of the response, and the allowlist entry or the reason; an allowed request ends with the grant that let it out ([grant: default], config, allow, allow for 10m until <time>, allow once, allow max-upload 5m (used N)). With --follow, new requests are shown as they come until you press Ctrl-C. With --json, one JSON object a line (its grant in the field grant).'
   static override examples = ['<%= config.bin %> firewall log', '<%= config.bin %> firewall log --follow', '<%= config.bin %> firewall log ~/src/app --json --lines 200']
   static override interruptible = true
   static override args = {path: pathArg}

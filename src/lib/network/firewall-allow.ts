@@ -20,6 +20,7 @@ import {allowlistMatch, parseDomainList} from './gateway/policy.js'
 import {isHttpRule, layerWithRule, planRuleAdd, type HttpRule} from './gateway/rules.js'
 import {recordLiveRule} from './gateway-live-rules.js'
 import {describeGateway, findRunning, FIREWALL_ALLOW, gatewayAddRule, gatewayAllow, hasGateway, lastLine, NOT_READY} from './firewall.js'
+import {formatDuration, formatSize, parseGrantDuration, parseGrantSize, type Grant} from './gateway/grants.js'
 
 /** Validate allowlist entries (`example.com`, `*.example.com`, `name:PORT`, `name:PORT/udp`) into their one written form; every bad one is named. */
 export function validateDomains(domains: string[]): string[] {
@@ -80,12 +81,78 @@ export interface RuleOutcome {
   action: 'added' | 'present' | 'unrestricted'
 }
 
+/** How long a `--once` grant lasts unless --for says: long enough for the retry to resolve the name. */
+export const ONCE_LIFE_MS = 60_000
+
+/** The limits of a live grant (`--for`, `--once`, `--max-upload`): none makes it last for the sandbox's life. */
+export interface GrantLimits {
+  /** It expires this long after it is made, at the firewall (DNS, port ipsets) and the gateway alike. */
+  forMs?: number
+  /** It lets one request (or passed-through connection) out at the gateway, then none; it lasts ONCE_LIFE_MS unless forMs says. */
+  once?: boolean
+  /** Request bytes it lets out at the gateway, in all (headers and bodies; what a passed-through tunnel sends). */
+  maxUploadBytes?: number
+}
+
+/** The grant `firewall allow` made (--json): `allow` lasts for the sandbox's life, `for` expires, `once` lets one request out. */
+export interface GrantSummary {
+  kind: 'allow' | 'for' | 'once'
+  /** ISO time it expires, or null. */
+  expiresAt: string | null
+  maxUploadBytes: number | null
+}
+
+/** `--for` as ms; a UsageError naming the fix when it is not a duration. Pure. */
+export function parseForFlag(text: string): number {
+  const ms = parseGrantDuration(text)
+  if (ms === undefined) throw new UsageError(`--for: not a duration: ${JSON.stringify(text)}`, {hint: 'give a number and a unit (ms, s, m, h, d), e.g. --for 30s, --for 10m or --for 1h30m'})
+  return ms
+}
+
+/** `--max-upload` as bytes; a UsageError naming the fix when it is not a size. Pure. */
+export function parseMaxUploadFlag(text: string): number {
+  const bytes = parseGrantSize(text)
+  if (bytes === undefined) throw new UsageError(`--max-upload: not a size: ${JSON.stringify(text)}`, {hint: 'give bytes, or a number with k, m or g (KiB, MiB, GiB), e.g. --max-upload 100k or --max-upload 5m'})
+  return bytes
+}
+
+/** The limits checked, and what the firewall and the gateway are told (`now` in ms). Pure. */
+export function planGrant(limits: GrantLimits, now: number): {summary: GrantSummary; firewallArgs: string[]; gateway: Omit<Grant, 'entry' | 'at'>} {
+  const bad = (what: string, v: unknown) => new UsageError(`${what} must be a positive whole number, not ${JSON.stringify(v)}`, {hint: `e.g. ${what === 'forMs' ? '--for 10m' : '--max-upload 5m'}`})
+  if (limits.forMs !== undefined && !(Number.isSafeInteger(limits.forMs) && limits.forMs > 0)) throw bad('forMs', limits.forMs)
+  if (limits.maxUploadBytes !== undefined && !(Number.isSafeInteger(limits.maxUploadBytes) && limits.maxUploadBytes > 0)) throw bad('maxUploadBytes', limits.maxUploadBytes)
+  const life = limits.forMs ?? (limits.once ? ONCE_LIFE_MS : undefined)
+  const until = life === undefined ? undefined : now + life
+  return {
+    summary: {kind: limits.once ? 'once' : limits.forMs !== undefined ? 'for' : 'allow', expiresAt: until === undefined ? null : new Date(until).toISOString(), maxUploadBytes: limits.maxUploadBytes ?? null},
+    // The firewall counts whole seconds: it lets go at most a second after the gateway.
+    firewallArgs: until === undefined ? [] : ['--until', String(Math.ceil(until / 1000))],
+    gateway: {
+      ...(until === undefined ? {} : {until}),
+      ...(limits.forMs === undefined ? {} : {forMs: limits.forMs}),
+      ...(limits.once ? {once: true} : {}),
+      ...(limits.maxUploadBytes === undefined ? {} : {maxUpload: limits.maxUploadBytes}),
+    },
+  }
+}
+
+const hasLimits = (l: GrantLimits) => l.forMs !== undefined || Boolean(l.once) || l.maxUploadBytes !== undefined
+
+/** The limits as the flags that give them, for messages: `--for 10m --once --max-upload 5m`. */
+export function limitFlags(l: GrantLimits): string {
+  return [l.forMs === undefined ? '' : `--for ${formatDuration(l.forMs)}`, l.once ? '--once' : '', l.maxUploadBytes === undefined ? '' : `--max-upload ${formatSize(l.maxUploadBytes)}`].filter(Boolean).join(' ')
+}
+
 export interface AllowResult {
   container: string
   /** false: the sandbox was not running, so only the config was changed. */
   live: boolean
   added: string[]
+  /** Entries an earlier `firewall allow` had added: their grant was replaced by this one. */
+  renewed: string[]
   alreadyAllowed: string[]
+  /** The grant of the entries added or renewed (live only). */
+  grant?: GrantSummary
   /** httpRules (--methods, --paths), live or, for a stopped sandbox, as the config would have them. */
   rules: RuleOutcome[]
   saved?: {path: string; added: string[]; rules: HttpRule[]; needsTrust: boolean}
@@ -98,8 +165,14 @@ export interface AllowResult {
  * every domain and rule is valid, and the config is checked before the sandbox
  * is touched.
  */
-export async function allowDomains(ctx: Context, ws: Workspace, domains: string[], options: {branch?: string; save?: boolean; rule?: RuleFlags} = {}): Promise<AllowResult> {
+export async function allowDomains(ctx: Context, ws: Workspace, domains: string[], options: {branch?: string; save?: boolean; rule?: RuleFlags} & GrantLimits = {}): Promise<AllowResult> {
   const valid = validateDomains(domains)
+  const limited = hasLimits(options)
+  const plan = planGrant(options, Date.now())
+  if (limited && options.save) throw new UsageError(`${limitFlags(options)} limit a live grant: --save makes a lasting one`, {hint: 'drop --save, or the limits'})
+  if ((options.once || options.maxUploadBytes !== undefined) && !valid.every(isWebEntry)) {
+    throw new UsageError('--once and --max-upload are counted by the egress gateway, which sees web traffic only: give host names without a port', {hint: 'a name:PORT entry takes --for alone'})
+  }
   if ((options.rule?.methods !== undefined || options.rule?.paths !== undefined) && !valid.every(isWebEntry)) {
     throw new UsageError('--methods and --paths apply to web traffic: give host names without a port', {hint: 'allow name:PORT entries in a command of their own'})
   }
@@ -113,19 +186,20 @@ export async function allowDomains(ctx: Context, ws: Workspace, domains: string[
   const found = await findRunning(ctx, ws, options.branch)
   if (found instanceof SandboxError && !options.save) throw found
   const sandbox = found instanceof SandboxError ? undefined : found
-  const result: AllowResult = {container: name, live: false, added: [], alreadyAllowed: [], rules: []}
+  if (!sandbox && limited) throw found instanceof SandboxError ? found : new SandboxError(`${name} is not running`)
+  const result: AllowResult = {container: name, live: false, added: [], renewed: [], alreadyAllowed: [], rules: []}
   if (sandbox) {
     if (sandbox.network !== 'firewall') {
       throw new SandboxError(`${sandbox.name} runs with network mode "${sandbox.network}": there is no firewall allowlist to add to`, {
         hint: `restart it with the firewall: agent-sandbox stop ${quoteArg(ws.path)} && agent-sandbox start ${quoteArg(ws.path)} --network firewall`,
       })
     }
-    if (rules.length && !hasGateway(sandbox)) {
-      throw new SandboxError(`${sandbox.name} has no egress gateway (made by an older agent-sandbox): httpRules cannot apply`, {
+    if ((rules.length || options.once || options.maxUploadBytes !== undefined) && !hasGateway(sandbox)) {
+      throw new SandboxError(`${sandbox.name} has no egress gateway (made by an older agent-sandbox): httpRules, --once and --max-upload cannot apply`, {
         hint: `recreate it: agent-sandbox rm ${quoteArg(ws.path)} && agent-sandbox start ${quoteArg(ws.path)}`,
       })
     }
-    const r = await ctx.engine.containers.exec(sandbox.id, [SANDBOX_EXEC, FIREWALL_ALLOW, ...valid], {user: 'root'})
+    const r = await ctx.engine.containers.exec(sandbox.id, [SANDBOX_EXEC, FIREWALL_ALLOW, ...plan.firewallArgs, ...valid], {user: 'root'})
     if (r.exitCode === NOT_READY) throw new NotReadyError(`${sandbox.name} is not ready: ${lastLine(r.stderr)}`, {hint: `restart it (agent-sandbox stop, then start) or see: docker logs ${sandbox.name}`})
     if (r.exitCode !== 0) {
       throw new SandboxError(`firewall-allow failed in ${sandbox.name} (exit ${r.exitCode}): ${lastLine(r.stderr) || lastLine(r.stdout) || 'no message'}`, {
@@ -135,12 +209,16 @@ export async function allowDomains(ctx: Context, ws: Workspace, domains: string[
     result.live = true
     for (const line of r.stdout.split('\n')) {
       const added = /^firewall-allow: added (\S+)$/.exec(line)
+      const renewed = /^firewall-allow: renewed (\S+)$/.exec(line)
       const already = /^firewall-allow: (\S+) is already allowed$/.exec(line)
       if (added) result.added.push(added[1])
+      if (renewed) result.renewed.push(renewed[1])
       if (already) result.alreadyAllowed.push(already[1])
     }
-    const web = result.added.filter(isWebEntry)
-    if (web.length && hasGateway(sandbox)) await gatewayAllow(ctx, sandbox.name, web)
+    if (result.added.length || result.renewed.length) result.grant = plan.summary
+    // The gateway holds its own grant of each web entry: a renewed one's replaces the earlier.
+    const web = [...result.added, ...result.renewed].filter(isWebEntry)
+    if (web.length && hasGateway(sandbox)) await gatewayAllow(ctx, sandbox.name, web, plan.gateway)
     if (rules.length) {
       const inForce = (await describeGateway(ctx, sandbox.name)).rules
       for (const rule of rules) {

@@ -16,6 +16,7 @@ import {GATEWAY_DEFAULTS, gatewayCommand} from './gateway/ports.js'
 import {allowlistMatch} from './gateway/policy.js'
 import {dnsApprovalLine} from './gateway/approval.js'
 import type {HttpRule} from './gateway/rules.js'
+import type {Grant} from './gateway/grants.js'
 
 export const FIREWALL_STATUS = '/usr/local/bin/firewall-status'
 export const FIREWALL_ALLOW = '/usr/local/sbin/firewall-allow'
@@ -219,14 +220,16 @@ export function table(rows: string[][]): string[] {
 }
 
 /**
- * Add allowlist entries to the running gateway's own allowlist (it decides by name; the firewall only by
- * address). Only web entries: a `name:PORT` entry is the firewall's alone and never reaches the gateway.
+ * Grant allowlist entries in the running gateway (it decides by name; the firewall only by address), with
+ * the grant's limits (grants.ts). Only web entries: a `name:PORT` entry is the firewall's alone and never
+ * reaches the gateway.
  */
-export async function gatewayAllow(ctx: Context, sandboxName: string, entries: string[]): Promise<void> {
+export async function gatewayAllow(ctx: Context, sandboxName: string, entries: string[], limits: Omit<Grant, 'entry' | 'at'> = {}): Promise<void> {
   const domains = entries.filter(isWebEntry)
   if (domains.length === 0) return
   const name = Names.gateway(sandboxName)
-  const r = await ctx.engine.containers.exec(name, gatewayCommand(['--allow', ...domains])).catch((error: unknown) => ({exitCode: -1, stdout: '', stderr: String(error)}))
+  const limited = Object.keys(limits).length ? ['--limits', JSON.stringify(limits)] : []
+  const r = await ctx.engine.containers.exec(name, gatewayCommand(['--allow', ...limited, ...domains])).catch((error: unknown) => ({exitCode: -1, stdout: '', stderr: String(error)}))
   if (r.exitCode !== 0) {
     throw new SandboxError(`the firewall allows ${domains.join(', ')}, but the egress gateway ${name} could not be told (exit ${r.exitCode}): ${lastLine(r.stderr) || 'no message'}`, {
       hint: 'web requests to them are refused until the gateway is restarted: agent-sandbox start',

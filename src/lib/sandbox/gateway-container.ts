@@ -106,8 +106,25 @@ export async function remakeGateway(ctx: Context, ws: Workspace, sandbox: Contai
   await startGatewayContainer(ctx, prepared.gateway, prepared.gatewaySecrets, prepared.ghapp)
   // Domains added live since the sandbox started (firewall allow) are in its firewall's allowlist only.
   const saved = await ctx.engine.containers.exec(sandbox.id, ['cat', `${STATE_DIR}/allowlist`])
-  const domains = saved.exitCode === 0 ? saved.stdout.split('\n').filter(Boolean) : []
+  const grants = await ctx.engine.containers.exec(sandbox.id, ['cat', `${STATE_DIR}/grants`])
+  const domains = saved.exitCode === 0 ? lastingEntries(saved.stdout, grants.exitCode === 0 ? grants.stdout : '') : []
   if (domains.length) await gatewayAllow(ctx, sandbox.name, domains)
   // Its live httpRules are kept on the host, per start of the sandbox (gateway-ca.ts).
   for (const rule of liveRules(sandbox.name, sandbox.startedAt, ctx.env)) await gatewayAddRule(ctx, sandbox.name, rule)
+}
+
+/**
+ * The firewall's allowlist entries a gateway made anew is given again: all but those of a grant that
+ * expires (`ENTRY UNTIL` in the firewall's grants file, UNTIL not 0). Such a grant's once or upload
+ * budget lived in the old gateway alone: it is not made again unlimited, the user grants it anew. Pure.
+ */
+export function lastingEntries(allowlist: string, grants: string): string[] {
+  const expiring = new Set(
+    grants
+      .split('\n')
+      .map((l) => l.trim().split(/\s+/))
+      .filter(([entry, until]) => entry && until && until !== '0')
+      .map(([entry]) => entry),
+  )
+  return allowlist.split('\n').filter((e) => e && !expiring.has(e))
 }

@@ -1,3 +1,6 @@
+import {Transform} from 'node:stream'
+import type {Admission} from './grants.js'
+
 /**
  * What every protocol module of the gateway shares when it forwards a judged
  * request: the hop-by-hop headers it never passes on, the request target in
@@ -51,4 +54,34 @@ export function rawRefusal(status: number, why: string): string {
 export function errCode(e: unknown): string {
   const err = e as NodeJS.ErrnoException
   return err?.code ?? (err instanceof Error ? err.message : String(e))
+}
+
+/** The bytes of a request's head as HTTP/1.1 writes it (request line, fields, blank line): what an upload budget counts first. */
+export function requestHeadBytes(method: string, target: string, headers: Array<[string, string]>): number {
+  let n = Buffer.byteLength(`${method} ${target} HTTP/1.1\r\n\r\n`)
+  for (const [k, v] of headers) n += Buffer.byteLength(k) + Buffer.byteLength(v) + 4
+  return n
+}
+
+/** A body's length when its head declares it (Content-Length, no Transfer-Encoding); else undefined (counted as it streams). */
+export function declaredLength(contentLength: string | string[] | undefined, transferEncoding: string | string[] | undefined): number | undefined {
+  if (transferEncoding !== undefined || typeof contentLength !== 'string' || !/^\d+$/.test(contentLength.trim())) return undefined
+  return Number(contentLength.trim())
+}
+
+/**
+ * What the client sends on, counted against its grant's upload budget: each chunk is passed on only
+ * if the budget holds it; the first that would cross it is held back and `onSpent` told why (once).
+ */
+export function uploadMeter(admission: Admission, onSpent: (rule: string) => void): Transform {
+  let spent = false
+  return new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      if (spent) return done()
+      if (admission.charge(chunk.length)) return done(null, chunk)
+      spent = true
+      onSpent(admission.spentRule(chunk.length))
+      done()
+    },
+  })
 }

@@ -9,10 +9,10 @@
 import http from 'node:http'
 import type {Duplex} from 'node:stream'
 import {refusalReason} from './approval.js'
-import {errCode, filterRaw, headerObject, rawRefusal, refusalText} from './forward.js'
+import {errCode, filterRaw, headerObject, rawRefusal, refusalText, uploadMeter} from './forward.js'
 import {hostOf, judgeHttp1} from './http1-judge.js'
 import type {ExchangeIo} from './login-exchange.js'
-import type {GatewayState} from './state.js'
+import {grantField, type GatewayState} from './state.js'
 import {MAX_HEADER_FIELDS, parserRefusal, type Refusal} from './strict.js'
 import {serveUpgrade} from './upgrade.js'
 
@@ -60,7 +60,7 @@ function forward(state: GatewayState, req: http.IncomingMessage, res: http.Serve
   // A request pipelined behind a refused head goes nowhere; the connection ends after the refusal.
   if (closing.has(req.socket)) return void req.resume()
   const method = req.method ?? ''
-  const {host, path, judged, allowRule} = judgeHttp1(state, req, {upgrade: false})
+  const {host, path, judged, allowRule, metered} = judgeHttp1(state, req, {upgrade: false})
   if ('status' in judged) {
     // A refusal of the head itself (400, 431) closes the connection: its framing is not to be trusted.
     const close = judged.status === 400 || judged.status === 431
@@ -81,21 +81,36 @@ function forward(state: GatewayState, req: http.IncomingMessage, res: http.Serve
     (address) => {
       const upstream = state.upstreamRequest(state.sniOf.has(req.socket), address, host, method || 'GET', judged.forward, headerObject(judged.headers))
       let bytes = 0
+      let cut = false
+      const grant = () => grantField(judged.admission)
       upstream.on('response', (up) => {
+        if (cut) return void up.destroy()
         res.writeHead(up.statusCode ?? 502, up.statusMessage, filterRaw(up.rawHeaders))
         up.on('data', (c: Buffer) => (bytes += c.length))
         up.pipe(res)
-        up.on('end', () => state.record({method, host, path, status: up.statusCode ?? 0, bytes, decision: 'allowed', rule}))
+        up.on('end', () => state.record({method, host, path, status: up.statusCode ?? 0, bytes, decision: 'allowed', rule, ...grant()}))
       })
       upstream.on('error', (e) => {
+        if (cut) return
         if (!res.headersSent) refuse(res, 502, `${host}: ${e.message}`, false)
         else res.destroy()
-        state.record({method, host, path, status: 502, bytes, decision: 'allowed', rule: `${rule}; upstream error ${errCode(e)}`})
+        state.record({method, host, path, status: 502, bytes, decision: 'allowed', rule: `${rule}; upstream error ${errCode(e)}`, ...grant()})
       })
       res.on('close', () => {
         if (!res.writableFinished) upstream.destroy()
       })
-      req.pipe(upstream)
+      // A body of unknown length is counted as it streams: the chunk that would cross the grant's upload budget cuts the request.
+      if (!metered || !judged.admission?.metered) return void req.pipe(upstream)
+      const onSpent = (why: string) => {
+        cut = true
+        upstream.destroy()
+        req.unpipe()
+        req.resume()
+        if (!res.headersSent) refuse(res, 403, `${method} ${host}${path} refused: ${why}`, true)
+        else res.destroy()
+        state.record({method, host, path, status: 403, bytes, decision: 'blocked', rule: why})
+      }
+      req.pipe(uploadMeter(judged.admission, onSpent)).pipe(upstream)
     },
     (e: unknown) => {
       refuse(res, 502, `cannot resolve ${host}: ${errCode(e)}`, false)

@@ -9,10 +9,10 @@
  */
 import http2 from 'node:http2'
 import {refusalReason} from './approval.js'
-import {errCode, headerObject, HOP_BY_HOP, refusalText} from './forward.js'
+import {declaredLength, errCode, headerObject, HOP_BY_HOP, refusalText, requestHeadBytes, uploadMeter} from './forward.js'
 import {decideHttp, normaliseHost, pathOnly, type Verdict} from './policy.js'
 import type {ExchangeIo} from './login-exchange.js'
-import type {GatewayState} from './state.js'
+import {grantField, type GatewayState, type Judged} from './state.js'
 
 /** HTTP/2 flow-control window for what clients send (uploads): node's default 64 KiB would stall a fast upload on round trips. */
 const H2_WINDOW = 1024 * 1024
@@ -58,7 +58,13 @@ function serveStream(state: GatewayState, stream: http2.ServerHttp2Stream, heade
     if (k.startsWith(':') || k === 'host' || v === undefined) continue
     for (const one of Array.isArray(v) ? v : [v]) pairs.push([k, one])
   }
-  const judged = verdict.allowed ? state.judge({sni: sni ?? '', method, host, target, headers: pairs}) : {status: verdict.status, rule: verdict.rule}
+  let judged: Judged = verdict.allowed ? state.judge({sni: sni ?? '', method, host, target, headers: pairs}) : {status: verdict.status, rule: verdict.rule}
+  // The grant that lets it out (grants.ts) counts its head and a declared body; a body of unknown length as it streams.
+  const length = declaredLength(headers['content-length'], undefined)
+  if (!('status' in judged)) {
+    const admission = state.grants.admit(host, requestHeadBytes(method, target, pairs) + (length ?? 0))
+    judged = 'name' in admission ? {...judged, admission} : {status: 403, rule: admission.rule}
+  }
   if ('status' in judged) {
     answer(judged.status, refusalReason({method, host, path, ...judged}, verdict.allowed))
     state.record({method, host, path, status: judged.status, bytes: 0, decision: 'blocked', rule: judged.rule})
@@ -66,6 +72,8 @@ function serveStream(state: GatewayState, stream: http2.ServerHttp2Stream, heade
     return
   }
   const rule = [verdict.rule, judged.rule, 'HTTP/2'].filter(Boolean).join('; ')
+  const admission = judged.admission
+  const grant = () => grantField(admission)
   // A token exchange of a masked login is relayed whole, its bodies swapped (login-exchange.ts).
   const login = state.logins.exchange(host, method, judged.forward)
   if (login) {
@@ -85,7 +93,9 @@ function serveStream(state: GatewayState, stream: http2.ServerHttp2Stream, heade
     (address) => {
       const upstream = state.upstreamRequest(true, address, host, method, judged.forward, headerObject(judged.headers))
       let bytes = 0
+      let cut = false
       upstream.on('response', (up) => {
+        if (cut) return void up.destroy()
         const out: http2.OutgoingHttpHeaders = {':status': up.statusCode ?? 502}
         for (const [k, v] of Object.entries(up.headers)) if (v !== undefined && !HOP_BY_HOP.has(k)) out[k] = v
         if (stream.destroyed || stream.closed) return void up.destroy()
@@ -95,24 +105,33 @@ function serveStream(state: GatewayState, stream: http2.ServerHttp2Stream, heade
           // A header HTTP/2 refuses (node throws on what it cannot send): this request fails, the gateway goes on.
           up.destroy()
           stream.destroy()
-          state.record({method, host, path, status: 502, bytes, decision: 'allowed', rule: `${rule}; response not sendable over HTTP/2: ${errCode(e)}`})
+          state.record({method, host, path, status: 502, bytes, decision: 'allowed', rule: `${rule}; response not sendable over HTTP/2: ${errCode(e)}`, ...grant()})
           return
         }
         up.on('data', (c: Buffer) => (bytes += c.length))
         // A HEAD, 204 or 304 ends the stream with its headers (node does): nothing to pipe.
         if (stream.writableEnded) up.resume()
         else up.pipe(stream)
-        up.on('end', () => state.record({method, host, path, status: up.statusCode ?? 0, bytes, decision: 'allowed', rule}))
+        up.on('end', () => state.record({method, host, path, status: up.statusCode ?? 0, bytes, decision: 'allowed', rule, ...grant()}))
       })
       upstream.on('error', (e) => {
+        if (cut) return
         if (!stream.headersSent) answer(502, `${host}: ${e.message}`)
         else stream.destroy(e)
-        state.record({method, host, path, status: 502, bytes, decision: 'allowed', rule: `${rule}; upstream error ${errCode(e)}`})
+        state.record({method, host, path, status: 502, bytes, decision: 'allowed', rule: `${rule}; upstream error ${errCode(e)}`, ...grant()})
       })
       stream.on('close', () => {
         if (!stream.writableFinished) upstream.destroy()
       })
-      stream.pipe(upstream)
+      if (length !== undefined || !admission?.metered) return void stream.pipe(upstream)
+      const onSpent = (why: string) => {
+        cut = true
+        upstream.destroy()
+        stream.unpipe()
+        answer(403, `${method} ${host}${path} refused: ${why}`)
+        state.record({method, host, path, status: 403, bytes, decision: 'blocked', rule: why})
+      }
+      stream.pipe(uploadMeter(admission, onSpent)).pipe(upstream)
     },
     (e: unknown) => {
       answer(502, `cannot resolve ${host}: ${errCode(e)}`)

@@ -30,6 +30,6 @@ export function watchedFile<T>(path: string, parse: (text: string) => T, empty: 
   }
 }
 
-/** The live allowlist additions (`allowlist`) and httpRules (`rules.jsonl`) in the gateway's state directory. */
-export const LIVE_ALLOWLIST = 'allowlist'
+/** The live grants (`grants.jsonl`, grants.ts) and httpRules (`rules.jsonl`) in the gateway's state directory. */
+export const LIVE_GRANTS = 'grants.jsonl'
 export const LIVE_RULES = 'rules.jsonl'

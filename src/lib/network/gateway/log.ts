@@ -15,6 +15,8 @@ export interface RequestLogEntry {
   decision: 'allowed' | 'blocked'
   /** The allowlist entry that admitted it, or why it was refused. */
   rule: string
+  /** An allowed request's grant (grants.ts describeGrant): `default`, `config`, `allow`, `allow for 10m until <ISO>`, `allow once`, `allow max-upload 5m (used N)`. */
+  grant?: string
 }
 
 export const REQUEST_LOG = 'requests.jsonl'
@@ -27,7 +29,7 @@ export function parseRequestLog(text: string): RequestLogEntry[] {
     try {
       const e = JSON.parse(line) as Partial<RequestLogEntry>
       if (typeof e.time === 'string' && typeof e.host === 'string' && (e.decision === 'allowed' || e.decision === 'blocked')) {
-        out.push({time: e.time, method: String(e.method ?? ''), host: e.host, path: String(e.path ?? ''), status: Number(e.status ?? 0), bytes: Number(e.bytes ?? 0), decision: e.decision, rule: String(e.rule ?? '')})
+        out.push({time: e.time, method: String(e.method ?? ''), host: e.host, path: String(e.path ?? ''), status: Number(e.status ?? 0), bytes: Number(e.bytes ?? 0), decision: e.decision, rule: String(e.rule ?? ''), ...(typeof e.grant === 'string' ? {grant: e.grant} : {})})
       }
     } catch {
       // a line cut short by rotation
@@ -36,7 +38,7 @@ export function parseRequestLog(text: string): RequestLogEntry[] {
   return out
 }
 
-/** One line for people: `TIME DECISION STATUS METHOD host/path BYTES (rule)`. */
+/** One line for people: `TIME DECISION STATUS METHOD host/path BYTES (rule) [grant: GRANT]`. */
 export function formatRequest(e: RequestLogEntry): string {
-  return `${e.time}  ${e.decision === 'allowed' ? 'ALLOW' : 'BLOCK'}  ${e.status || '-'}  ${e.method}  ${e.host}${e.path}  ${e.bytes}B  (${e.rule})`
+  return `${e.time}  ${e.decision === 'allowed' ? 'ALLOW' : 'BLOCK'}  ${e.status || '-'}  ${e.method}  ${e.host}${e.path}  ${e.bytes}B  (${e.rule})${e.grant ? `  [grant: ${e.grant}]` : ''}`
 }

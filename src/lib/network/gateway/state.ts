@@ -12,7 +12,8 @@ import {join} from 'node:path'
 import tls from 'node:tls'
 import {query, TYPE_A, TYPE_AAAA} from './dns.js'
 import {originForm} from './forward.js'
-import {LIVE_ALLOWLIST, LIVE_RULES, watchedFile} from './live.js'
+import {GrantBook, parseGrantLines, type Admission, type Grant} from './grants.js'
+import {LIVE_GRANTS, LIVE_RULES, watchedFile} from './live.js'
 import type {RequestLogEntry} from './log.js'
 import type {GatewayLogins, Vendor} from './agent-logins.js'
 import {LoginBook, relayTokenExchange, type ExchangeIo} from './login-exchange.js'
@@ -73,7 +74,7 @@ export interface Asked {
   headers: Array<[string, string]>
 }
 /** What judge decides: what to forward (the path as judged, the headers with secrets swapped) or a refusal. */
-export type Judged = {forward: string; headers: Array<[string, string]>; rule?: string} | {status: number; rule: string}
+export type Judged = {forward: string; headers: Array<[string, string]>; rule?: string; admission?: Admission} | {status: number; rule: string}
 
 export class GatewayState {
   readonly log: RequestLog
@@ -82,8 +83,9 @@ export class GatewayState {
   readonly sniOf = new WeakMap<object, string>()
   /** The agents' logins it holds (login-exchange.ts): handed over with the secrets, and those it minted since. */
   readonly logins: LoginBook
+  /** The grants that let names out (grants.ts): the base allowlist and `firewall allow`'s live ones. */
+  readonly grants: GrantBook
   private readonly baseAllowlist: string[]
-  private readonly extraAllowlist: () => string[]
   private readonly plainAgent = new http.Agent({keepAlive: true, maxFreeSockets: 16})
   private tlsAgent: https.Agent | undefined
   private upstreamContext: tls.SecureContext | undefined
@@ -91,9 +93,11 @@ export class GatewayState {
   private secretsStamp = ''
 
   constructor(readonly config: GatewayConfig) {
-    this.baseAllowlist = [...config.domainFiles.flatMap((f) => parseDomainList(readFileSync(f, 'utf8'))), ...config.allowDomains]
-    // `firewall allow` adds names and rules live, into files of the gateway's own tmpfs: re-read when they change.
-    this.extraAllowlist = watchedFile(join(config.stateDir, LIVE_ALLOWLIST), parseDomainList, [])
+    const defaults = config.domainFiles.flatMap((f) => parseDomainList(readFileSync(f, 'utf8')))
+    this.baseAllowlist = [...defaults, ...config.allowDomains]
+    // `firewall allow` adds grants and rules live, into files of the gateway's own tmpfs: re-read when they change.
+    const liveGrants = watchedFile(join(config.stateDir, LIVE_GRANTS), parseGrantLines, [] as Array<Grant | undefined>)
+    this.grants = new GrantBook({defaults, config: config.allowDomains}, liveGrants)
     const liveRules = watchedFile(join(config.stateDir, LIVE_RULES), parseRuleLines, [] as HttpRule[])
     this.rules = () => {
       const live = liveRules()
@@ -103,8 +107,9 @@ export class GatewayState {
     this.log = new RequestLog(config.stateDir, config.maxLogBytes, config.onError, config.onRecord)
   }
 
+  /** Every name some grant covers, live grants that expired or were spent included: their refusal names the grant. */
   allowlist(): string[] {
-    const extra = this.extraAllowlist()
+    const extra = this.grants.entries()
     return extra.length ? [...this.baseAllowlist, ...extra] : this.baseAllowlist
   }
 
@@ -199,14 +204,15 @@ export class GatewayState {
   }
 
   /** A token exchange of a masked login (login-exchange.ts), over intercepted TLS: relayed whole, both bodies swapped. */
-  relayLogin(vendor: Vendor, host: string, method: string, judged: {forward: string; headers: Array<[string, string]>; rule?: string}, body: AsyncIterable<Buffer>, reply: ExchangeIo['reply'], refuse: ExchangeIo['refuse']): void {
+  relayLogin(vendor: Vendor, host: string, method: string, judged: {forward: string; headers: Array<[string, string]>; rule?: string; admission?: Admission}, body: AsyncIterable<Buffer>, reply: ExchangeIo['reply'], refuse: ExchangeIo['refuse']): void {
     void relayTokenExchange(vendor, this.logins, host, {
       headers: judged.headers,
       body,
       open: async (headers) => this.upstreamRequest(true, await this.resolve(host), host, method, judged.forward, headers),
       reply,
       refuse,
-      record: (status, bytes, why, blocked) => this.record({method, host, path: pathOnly(judged.forward), status, bytes, decision: blocked ? 'blocked' : 'allowed', rule: [judged.rule, why].filter(Boolean).join('; ')}),
+      record: (status, bytes, why, blocked) =>
+        this.record({method, host, path: pathOnly(judged.forward), status, bytes, decision: blocked ? 'blocked' : 'allowed', rule: [judged.rule, why].filter(Boolean).join('; '), ...(blocked ? {} : grantField(judged.admission))}),
     })
   }
 
@@ -215,4 +221,9 @@ export class GatewayState {
     this.tlsAgent?.destroy()
     this.log.close()
   }
+}
+
+/** The `grant` field of an allowed request's log entry: the grant that let it out. */
+export function grantField(admission: Admission | undefined): {grant?: string} {
+  return admission ? {grant: admission.name()} : {}
 }

@@ -12,7 +12,8 @@ import type * as Http2 from 'node:http2'
 import net from 'node:net'
 import tls from 'node:tls'
 import {createLeafMinter, type LeafMinter} from './certificates.js'
-import {errCode} from './forward.js'
+import {errCode, uploadMeter} from './forward.js'
+import type {Admission} from './grants.js'
 import {decideSni} from './policy.js'
 import {ALERT_UNRECOGNIZED_NAME, parseClientHello} from './sni.js'
 import type {GatewayState} from './state.js'
@@ -127,9 +128,18 @@ export function createTlsServer(state: GatewayState, intercepted: http.Server): 
         state.record({method: 'TLS', host, path: '', status: 0, bytes: 0, decision: 'blocked', rule: verdict.rule})
         return
       }
-      if (state.intercepts(host)) return intercept(client, buffered, host)
+      // The grant that lets it out (grants.ts): an intercepted connection's requests are admitted one by one,
+      // so its handshake only checks that the grant is in force; a passed-through one is one request, hello counted.
+      const intercepted = state.intercepts(host)
+      const admission = state.grants.admit(host, intercepted ? 0 : buffered.length, !intercepted)
+      if (!('name' in admission)) {
+        client.end(ALERT_UNRECOGNIZED_NAME)
+        state.record({method: 'TLS', host, path: '', status: 0, bytes: 0, decision: 'blocked', rule: admission.rule})
+        return
+      }
+      if (intercepted) return intercept(client, buffered, host)
       state.resolve(host).then(
-        (address) => passThrough(state, client, buffered, address, host, verdict.rule),
+        (address) => passThrough(state, client, buffered, address, host, verdict.rule, admission),
         (e: unknown) => {
           client.end(ALERT_UNRECOGNIZED_NAME)
           state.record({method: 'TLS', host, path: '', status: 0, bytes: 0, decision: 'blocked', rule: `cannot resolve: ${errCode(e)}`})
@@ -155,9 +165,10 @@ export function createTlsServer(state: GatewayState, intercepted: http.Server): 
  * site's side (downloads) is read into one reused buffer and written to the client before
  * the next read; the client's side is piped.
  */
-function passThrough(state: GatewayState, client: net.Socket, hello: Buffer, address: string, host: string, rule: string): void {
+function passThrough(state: GatewayState, client: net.Socket, hello: Buffer, address: string, host: string, rule: string, admission: Admission): void {
   let bytes = 0
   let failed = ''
+  let spent = ''
   let waiting = false
   const resumeUpstream = () => {
     if (!waiting) return
@@ -182,7 +193,16 @@ function passThrough(state: GatewayState, client: net.Socket, hello: Buffer, add
   })
   upstream.on('connect', () => {
     upstream.write(hello)
-    client.pipe(upstream)
+    // What the client sends counts against its grant's upload budget: crossing it cuts the tunnel.
+    const meter = admission.metered
+      ? uploadMeter(admission, (why) => {
+          spent = why
+          client.destroy()
+          upstream.destroy()
+        })
+      : undefined
+    if (meter) client.pipe(meter).pipe(upstream)
+    else client.pipe(upstream)
     client.resume()
   })
   upstream.on('end', () => client.end())
@@ -192,7 +212,8 @@ function passThrough(state: GatewayState, client: net.Socket, hello: Buffer, add
   })
   upstream.on('close', () => {
     client.destroy()
-    state.record({method: 'TLS', host, path: '', status: 0, bytes, decision: 'allowed', rule: failed ? `${rule}; upstream error ${failed}` : rule})
+    if (spent) return state.record({method: 'TLS', host, path: '', status: 0, bytes, decision: 'blocked', rule: spent})
+    state.record({method: 'TLS', host, path: '', status: 0, bytes, decision: 'allowed', rule: failed ? `${rule}; upstream error ${failed}` : rule, grant: admission.name()})
   })
   client.on('close', () => upstream.destroy())
 }

@@ -13,9 +13,9 @@ import httpModule from 'node:http'
 import type {Duplex} from 'node:stream'
 import type tls from 'node:tls'
 import {refusalReason} from './approval.js'
-import {errCode, filterRaw, headerObject, rawRefusal} from './forward.js'
+import {errCode, filterRaw, headerObject, rawRefusal, uploadMeter} from './forward.js'
 import {judgeHttp1} from './http1-judge.js'
-import type {GatewayState} from './state.js'
+import {grantField, type GatewayState} from './state.js'
 
 /** https.request takes tls.connect's options too (its types name only some of them). */
 const tlsOptions = (o: https.RequestOptions & tls.ConnectionOptions): https.RequestOptions => o
@@ -38,7 +38,7 @@ export function serveUpgrade(state: GatewayState, server: http.Server, req: http
   const rule = [allowRule, judged.rule, h2c ? 'h2c upgrade not forwarded' : `upgrade ${protocol}`].filter(Boolean).join('; ')
   const secure = state.sniOf.has(socket)
   const headers = h2c ? headerObject(judged.headers) : {...headerObject(judged.headers, KEEP_FOR_UPGRADE), connection: 'Upgrade'}
-  const record = (status: number, bytes: number, why = '') => state.record({method, host, path, status, bytes, decision: 'allowed', rule: `${rule}${why}`})
+  const record = (status: number, bytes: number, why = '') => state.record({method, host, path, status, bytes, decision: 'allowed', rule: `${rule}${why}`, ...grantField(judged.admission)})
   state.resolve(host).then(
     (address) => {
       const options = {host: address, method, path: judged.forward, headers, setHost: false, agent: false as const}
@@ -58,12 +58,25 @@ export function serveUpgrade(state: GatewayState, server: http.Server, req: http
         let bytes = upHead.length
         tunnel.on('data', (c: Buffer) => (bytes += c.length))
         tunnel.pipe(socket)
-        socket.pipe(tunnel)
+        // What the client sends through the tunnel counts against its grant's upload budget: crossing it cuts the tunnel.
+        let spent = ''
+        const admission = judged.admission
+        if (admission?.metered) {
+          socket
+            .pipe(
+              uploadMeter(admission, (why) => {
+                spent = why
+                socket.destroy()
+              }),
+            )
+            .pipe(tunnel)
+        } else socket.pipe(tunnel)
         socket.resume()
         tunnel.on('close', () => socket.destroy())
         socket.on('close', () => {
           tunnel.destroy()
-          record(101, bytes)
+          if (spent) state.record({method, host, path, status: 101, bytes, decision: 'blocked', rule: spent})
+          else record(101, bytes)
         })
       })
       upstream.on('response', (res) => relayAnswer(server, req, socket, res, (bytes) => record(res.statusCode ?? 0, bytes)))
