@@ -26,7 +26,7 @@ export interface ContainerClient {
   /** Run a command and collect its output; optionally stream it as it comes. */
   exec(id: string, cmd: string[], options?: ExecOptions): Promise<ExecResult>
   /** A one-off resource sample (a host-side probe: needs no process in the container). */
-  stats(id: string): Promise<{pids: number; pidsLimit: number}>
+  stats(id: string): Promise<ContainerStats>
   /** Stream a container's stdout/stderr (attach before start to miss nothing); resolves when the stream ends. */
   attach(id: string, sink: OutputSink): Promise<{ended: Promise<void>}>
   /** Unpack a tar archive into a directory of a container (one that is created and not started, too). */
@@ -236,9 +236,9 @@ export class ApiContainers implements ContainerClient {
     }
   }
 
-  async stats(id: string): Promise<{pids: number; pidsLimit: number}> {
-    const raw = await this.api.json<{pids_stats?: {current?: number; limit?: number}}>('GET', `/containers/${id}/stats`, {query: {stream: false}})
-    return {pids: raw.pids_stats?.current ?? 0, pidsLimit: raw.pids_stats?.limit ?? 0}
+  async stats(id: string): Promise<ContainerStats> {
+    const raw = await this.api.json<RawStats>('GET', `/containers/${id}/stats`, {query: {stream: false}})
+    return {pids: raw.pids_stats?.current ?? 0, pidsLimit: raw.pids_stats?.limit ?? 0, ...usageOf(raw)}
   }
 
   async putArchive(id: string, dir: string, tar: Buffer): Promise<void> {
@@ -354,4 +354,32 @@ export function toContainerInfo(raw: ContainerInspectInfo): ContainerInfo {
     pidsLimit: host.PidsLimit ?? 0,
     ports,
   }
+}
+
+/** One stats sample: the process count, and CPU and memory when the engine gave them. */
+export interface ContainerStats {
+  pids: number
+  pidsLimit: number
+  /** CPU use since the engine's previous sample, in percent of one CPU (200 = two CPUs busy). */
+  cpuPercent?: number
+  /** Memory in use without the page cache, as `docker stats` counts it. */
+  memoryBytes?: number
+}
+
+interface RawStats {
+  pids_stats?: {current?: number; limit?: number}
+  cpu_stats?: {cpu_usage?: {total_usage?: number}; system_cpu_usage?: number; online_cpus?: number}
+  precpu_stats?: {cpu_usage?: {total_usage?: number}; system_cpu_usage?: number}
+  memory_stats?: {usage?: number; stats?: {inactive_file?: number; total_inactive_file?: number}}
+}
+
+/** CPU percent and memory from a stats answer, computed as `docker stats` computes them. Pure. */
+export function usageOf(raw: RawStats): Pick<ContainerStats, 'cpuPercent' | 'memoryBytes'> {
+  const out: Pick<ContainerStats, 'cpuPercent' | 'memoryBytes'> = {}
+  const cpu = (raw.cpu_stats?.cpu_usage?.total_usage ?? 0) - (raw.precpu_stats?.cpu_usage?.total_usage ?? 0)
+  const system = (raw.cpu_stats?.system_cpu_usage ?? 0) - (raw.precpu_stats?.system_cpu_usage ?? 0)
+  if (raw.cpu_stats?.cpu_usage?.total_usage !== undefined && system > 0 && cpu >= 0) out.cpuPercent = (cpu / system) * (raw.cpu_stats.online_cpus || 1) * 100
+  const usage = raw.memory_stats?.usage
+  if (usage !== undefined) out.memoryBytes = Math.max(0, usage - (raw.memory_stats?.stats?.inactive_file ?? raw.memory_stats?.stats?.total_inactive_file ?? 0))
+  return out
 }
