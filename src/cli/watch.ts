@@ -74,8 +74,14 @@ export async function watchScreen(ctx: Context, options: WatchOptions): Promise<
   // Events come in bursts (a log's first lines): one frame per burst.
   const redraw = () => (scheduled ??= setTimeout(draw, 15))
   const dispatch = (event: WatchEvent) => {
+    const first = !state.listed
     state = reduce(state, event)
-    redraw()
+    if (first && state.listed) {
+      // The first listing at once, not with the next burst; the keys once it is out.
+      draw()
+      setImmediate(listen)
+    }
+    else redraw()
   }
 
   const act = async (action: KeyAction) => {
@@ -106,7 +112,7 @@ export async function watchScreen(ctx: Context, options: WatchOptions): Promise<
     }
   }
 
-  screen = await openScreen({
+  screen = openScreen({
     color: colorEnabled(env),
     onKey: (name) => {
       const action = actionForKey(name)
@@ -114,6 +120,7 @@ export async function watchScreen(ctx: Context, options: WatchOptions): Promise<
     },
     onResize: draw,
   })
+  const listen = () => void screen?.listen().catch((error: unknown) => dispatch({type: 'warning', message: `cannot read keys: ${error instanceof Error ? error.message : String(error)}`}))
   try {
     draw()
     const notices = options.notify ? pendingNotices((text) => notifyPending(text, () => screen?.bell(), env)) : () => {}
@@ -126,10 +133,12 @@ export async function watchScreen(ctx: Context, options: WatchOptions): Promise<
       },
     })
     const clock = setInterval(draw, 1000) // the clock and the uptimes
+    const keysAnyway = setTimeout(listen, 500) // an engine slow to answer does not keep the keys waiting
     try {
       await gatherer.done
     } finally {
       clearInterval(clock)
+      clearTimeout(keysAnyway)
       if (scheduled) clearTimeout(scheduled)
     }
   } finally {

@@ -130,6 +130,8 @@ export function startGatherer(ctx: Context, options: GatherOptions): Gatherer {
 
   const poll = async () => {
     const rows = await listSandboxes({engine: ctx.engine, env: ctx.env})
+    // The rows at once (a first frame waits for nothing else); their start times follow.
+    if (!sent.has('sandboxes')) emitChanged('sandboxes', {type: 'sandboxes', sandboxes: rows.map((row) => watched(row, undefined, undefined))})
     const infos = await Promise.all(rows.map((r) => (r.running ? ctx.engine.containers.inspect(r.name).catch(() => undefined) : undefined)))
     sandboxes = rows.map((row, i) => watched(row, infos[i]?.startedAt, usage.get(row.name)))
     emitChanged('sandboxes', {type: 'sandboxes', sandboxes})
@@ -152,15 +154,18 @@ export function startGatherer(ctx: Context, options: GatherOptions): Gatherer {
     await Promise.all([...sandboxes.map((s) => readPending(s)), ...[...new Set(sandboxes.map((s) => s.path))].map((p) => readPushes(p))])
   }
 
+  // Once aborted, a look at the engine still under way is left to finish on its own: quitting does not wait for it.
+  const aborted = new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), {once: true})))
   const done = (async () => {
     while (!signal.aborted) {
       try {
-        await poll()
+        await Promise.race([poll(), aborted])
       } catch (error) {
         if (signal.aborted) break
         if (!isSandboxError(error)) throw error
         warn(undefined, error)
       }
+      if (signal.aborted) break
       await new Promise<void>((resolve) => {
         const onAbort = () => (clearTimeout(timer), resolve())
         const timer = setTimeout(() => (signal.removeEventListener('abort', onAbort), resolve()), options.intervalMs ?? 2000)
@@ -168,7 +173,7 @@ export function startGatherer(ctx: Context, options: GatherOptions): Gatherer {
       })
     }
     for (const own of followers.values()) own.abort()
-    await Promise.allSettled(followed)
+    await Promise.race([Promise.allSettled(followed), new Promise((resolve) => setTimeout(resolve, 1000))])
   })()
   return {done, refresh}
 }
