@@ -47,6 +47,16 @@ async function waitForScreen(session: string, test: (text: string) => boolean, w
   throw new Error(`${what}: not on screen after ${deadlineMs} ms; the screen:\n${text}`)
 }
 
+/** Select the entry whose line has `text` (other sandboxes on the engine may have pending approvals too). */
+async function select(session: string, text: string): Promise<void> {
+  const selected = () => screen(session).split('\n').find((l) => l.startsWith('> ')) ?? ''
+  for (let i = 0; i < 50 && !selected().includes(text); i++) {
+    tmux('send-keys', '-t', session, 'j')
+    await sleep(50)
+  }
+  expect(selected()).toContain(text)
+}
+
 /** Start `watch` in a detached tmux session of 160 × 40. */
 function startWatch(session: string, env: Record<string, string>): void {
   const vars = Object.entries({XDG_STATE_HOME: TEST_STATE_HOME, TERM: 'xterm-256color', ...env}).map(([k, v]) => `${k}=${v}`)
@@ -107,13 +117,7 @@ describe('watch', () => {
     const blockedLine = coloured.split('\n').find((l) => l.includes(`GET ${asked}/x`)) ?? ''
     expect(blockedLine).toMatch(/\x1b\[[0-9;]*m/)
 
-    // Other sandboxes on the engine may have pending approvals too: select ours.
-    const selected = () => screen('colour').split('\n').find((l) => l.startsWith('> ')) ?? ''
-    for (let i = 0; i < 50 && !selected().includes(`${container}  ${asked}`); i++) {
-      tmux('send-keys', '-t', 'colour', 'j')
-      await sleep(50)
-    }
-    expect(selected()).toContain(`${container}  ${asked}`)
+    await select('colour', `${container}  ${asked}`)
     tmux('send-keys', '-t', 'colour', 'a')
     await waitForScreen('colour', (text) => text.includes(`${container}: allowed ${asked} for the sandbox's life`), 'the allow outcome')
     const retry = await sbx(ws, 'curl', '-sS', '--max-time', '10', `http://${asked}/x`)
@@ -168,5 +172,34 @@ describe('watch', () => {
     const result = await child
     expect(result.exitCode).toBe(143) // ended by a signal, as firewall log --follow is
     expect(result.stderr).toContain('one JSON object a line')
+  })
+
+  it('denies the selected pending approval with d: it leaves the queue, and nothing is allowed', async () => {
+    const queue = async () => JSON.parse(must(await cli(['firewall', 'pending', ws, '--json']), 'firewall pending').stdout).pending.map((p: {host: string}) => p.host)
+    expect(await queue()).toContain(streamed) // left by the test before
+    startWatch('deny', {})
+    await waitForScreen('deny', (text) => text.includes(`${container}  ${streamed}  (host`), 'the pending approval')
+    await select('deny', `${container}  ${streamed}`)
+    tmux('send-keys', '-t', 'deny', 'd')
+    await waitForScreen('deny', (text) => text.includes(`${container}: denied ${streamed}`), 'the deny outcome')
+    await waitForScreen('deny', (text) => !text.includes(`${container}  ${streamed}  (host`), 'the approval leaving the queue')
+    expect(await queue()).not.toContain(streamed)
+    const again = await sbx(ws, 'curl', '-sS', '--max-time', '10', '-o', '/dev/null', '-w', '%{http_code}', '--resolve', `${streamed}:80:${ip}`, `http://${streamed}/y`)
+    expect(again.stdout).toBe('403') // denying grants nothing
+    tmux('send-keys', '-t', 'deny', 'q')
+  })
+
+  it("opens the selected kept push's diff in the pager with r, and comes back when the pager ends", async () => {
+    const push = await sbx(ws, 'sh', '-c', 'set -e; git config user.name Agent; git config user.email agent@example.invalid; echo watched > watched.txt; git add watched.txt; git commit -q -m watched; git push host HEAD:main')
+    expect(push.stderr).toContain('kept on the host as refs/sandbox/main')
+    startWatch('review', {GIT_PAGER: 'less', LESS: 'R'})
+    await waitForScreen('review', (text) => text.includes('PUSHES TO REVIEW (') && text.includes(`  main  `) && text.includes(`(${ws})`), 'the kept push')
+    await select('review', `(${ws})`)
+    tmux('send-keys', '-t', 'review', 'r')
+    await waitForScreen('review', (text) => text.includes('watched.txt | 1') && text.includes('(END)') && !text.includes('o allow once'), 'the diff in the pager')
+    tmux('send-keys', '-t', 'review', 'q') // ends less
+    await waitForScreen('review', (text) => text.includes(`review show main (${ws}): exit 0`) && text.includes('o allow once'), 'the UI again')
+    tmux('send-keys', '-t', 'review', 'q')
+    await waitForScreen('review', (text) => !text.includes('o allow once'), 'the screen given back after q')
   })
 })
