@@ -8,7 +8,7 @@
  */
 import {randomBytes} from 'node:crypto'
 import {execFileSync} from 'node:child_process'
-import {mkdtempSync, readFileSync, writeFileSync} from 'node:fs'
+import {chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {execa} from 'execa'
@@ -30,6 +30,9 @@ https.createServer({cert: process.env.CERT, key: process.env.KEY}, answer).liste
 const workspaces: string[] = []
 let network = ''
 let certDir = ''
+/** A notify-send stand-in, first on every session's PATH: it logs each notification to NOTIFIED. */
+let stubDir = ''
+const notified = () => (existsSync(join(stubDir, 'notified')) ? readFileSync(join(stubDir, 'notified'), 'utf8') : '')
 
 const tmux = (...args: string[]) => execFileSync('tmux', [...TMUX, ...args], {encoding: 'utf8'})
 const screen = (session: string, escapes = false) => tmux('capture-pane', '-p', ...(escapes ? ['-e'] : []), '-t', session)
@@ -59,7 +62,7 @@ async function select(session: string, text: string): Promise<void> {
 
 /** Start `watch` in a detached tmux session of 160 × 40. */
 function startWatch(session: string, env: Record<string, string>): void {
-  const vars = Object.entries({XDG_STATE_HOME: TEST_STATE_HOME, TERM: 'xterm-256color', ...env}).map(([k, v]) => `${k}=${v}`)
+  const vars = Object.entries({XDG_STATE_HOME: TEST_STATE_HOME, TERM: 'xterm-256color', PATH: `${stubDir}:${process.env.PATH ?? ''}`, ...env}).map(([k, v]) => `${k}=${v}`)
   // The pane stays after watch exits, so that a failure's last words can be read.
   tmux('new-session', '-d', '-x', '160', '-y', '40', '-s', session, 'env', ...vars, BIN, 'watch', '--interval', '1', ';', 'set-option', '-t', session, 'remain-on-exit', 'on')
 }
@@ -71,6 +74,7 @@ afterAll(async () => {
     // no server: no session was started
   }
   await removeTestSites(LABEL, network, workspaces, certDir)
+  if (stubDir) rmSync(stubDir, {recursive: true, force: true})
 })
 
 describe('watch', () => {
@@ -85,6 +89,9 @@ describe('watch', () => {
     const net = await createTestNetwork(name('net'), LABEL, 150)
     network = net.name
     ip = `${net.prefix}.200`
+    stubDir = mkdtempSync(join(tmpdir(), 'watchit-notify-'))
+    writeFileSync(join(stubDir, 'notify-send'), `#!/bin/sh\nprintf '%s|' "$@" >> ${join(stubDir, 'notified')}\necho >> ${join(stubDir, 'notified')}\n`)
+    chmodSync(join(stubDir, 'notify-send'), 0o755)
     certDir = mkdtempSync(join(tmpdir(), 'watchit-cert-'))
     execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=watchit', '-addext', `subjectAltName=DNS:${allowed},DNS:${asked}`,
       '-keyout', join(certDir, 'key.pem'), '-out', join(certDir, 'cert.pem')], {stdio: 'ignore'})
@@ -174,11 +181,19 @@ describe('watch', () => {
     expect(result.stderr).toContain('one JSON object a line')
   })
 
-  it('denies the selected pending approval with d: it leaves the queue, and nothing is allowed', async () => {
+  it('notifies a pending approval once with watchNotify, and denies it with d: it leaves the queue, and nothing is allowed', async () => {
     const queue = async () => JSON.parse(must(await cli(['firewall', 'pending', ws, '--json']), 'firewall pending').stdout).pending.map((p: {host: string}) => p.host)
     expect(await queue()).toContain(streamed) // left by the test before
-    startWatch('deny', {})
+    const config = join(stubDir, 'config')
+    mkdirSync(join(config, 'agent-sandbox'), {recursive: true})
+    writeFileSync(join(config, 'agent-sandbox', 'config.json'), '{"watchNotify": true}\n')
+    startWatch('deny', {XDG_CONFIG_HOME: config})
     await waitForScreen('deny', (text) => text.includes(`${container}  ${streamed}  (host`), 'the pending approval')
+    // watchNotify: one notification for the approval (the sessions before, without it, sent none for theirs).
+    const line = `--app-name=agent-sandbox|agent-sandbox: approval pending|${container}: ${streamed}|`
+    for (let i = 0; i < 100 && !notified().includes(line); i++) await sleep(50)
+    // Other sandboxes on the engine may have approvals of their own: ours are counted.
+    expect(notified().split('\n').filter((l) => l.includes(container))).toEqual([line])
     await select('deny', `${container}  ${streamed}`)
     tmux('send-keys', '-t', 'deny', 'd')
     await waitForScreen('deny', (text) => text.includes(`${container}: denied ${streamed}`), 'the deny outcome')

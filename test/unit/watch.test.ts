@@ -237,7 +237,7 @@ describe('watch: gathering', () => {
     if (dir) rmSync(dir, {recursive: true, force: true})
   })
 
-  it('reports the sandboxes at once, then their CPU and memory, and only what changed', async () => {
+  it('reports the sandboxes at once, then their start time, then their CPU and memory, and only what changed', async () => {
     dir = mkdtempSync(join(tmpdir(), 'watch-unit-'))
     const labels = {[Labels.workspace]: dir, [Labels.repo]: 'app', [Labels.mode]: 'bind', [Labels.network]: 'none'}
     const list = vi.fn(async () => [{id: 'id1', name: 'sb', image: 'img', state: 'running', status: 'Up 1 minute', labels}])
@@ -256,6 +256,8 @@ describe('watch: gathering', () => {
     await gatherer.done
     const listings = events.filter((e) => e.type === 'sandboxes')
     expect(listings.map((e) => e.type === 'sandboxes' && e.sandboxes[0])).toEqual([
+      // The rows first (a first frame waits for nothing else), then with their start time, then with their usage.
+      {name: 'sb', repo: 'app', path: dir, mode: 'bind', branch: '', state: 'running', running: true, network: 'none'},
       {name: 'sb', repo: 'app', path: dir, mode: 'bind', branch: '', state: 'running', running: true, network: 'none', startedAt: '2026-11-29T10:00:00.000Z'},
       {name: 'sb', repo: 'app', path: dir, mode: 'bind', branch: '', state: 'running', running: true, network: 'none', startedAt: '2026-11-29T10:00:00.000Z', cpuPercent: 5, memoryBytes: 1024},
     ])
