@@ -91,6 +91,18 @@ describe('watch: the event model', () => {
     expect(gone.pending['sb-one']).toBeUndefined()
   })
 
+  it('keeps the selection on its entry when an entry comes before it, so that a key never acts on another one', () => {
+    const onC = moveSelection(base, 2) // sb-two c.test
+    const more = reduce(onC, {type: 'pending', sandbox: 'sb-one', pending: [approval('a.test'), approval('new.test')]})
+    const item = selectable(more)[more.selected]
+    expect(item.kind === 'pending' && `${item.sandbox.name} ${item.approval.host}`).toBe('sb-two c.test')
+    expect(more.selected).toBe(3)
+    // The selected entry itself goes: the selection stays at its place.
+    const gone = reduce(onC, {type: 'pending', sandbox: 'sb-two', pending: [approval('b.test')]})
+    expect(gone.selected).toBe(2)
+    expect(selectable(gone)[2].kind).toBe('push')
+  })
+
   it('keeps the last MAX_REQUESTS requests, newest last', () => {
     let state = initialState()
     for (let i = 0; i < MAX_REQUESTS + 3; i++) state = reduce(state, {type: 'request', sandbox: 'sb-one', entry: request(`h${i}.test`, 'allowed')})

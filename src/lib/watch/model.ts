@@ -81,9 +81,20 @@ export function selectable(state: WatchState): Selectable[] {
   return out
 }
 
-const clampSelection = (state: WatchState): WatchState => {
-  const n = selectable(state).length
-  return {...state, selected: Math.max(0, Math.min(state.selected, n - 1))}
+/** What identifies a selectable entry across events. Pure. */
+export const itemKey = (item: Selectable): string =>
+  item.kind === 'pending' ? `pending ${pendingKey(item.sandbox.name, item.approval)}` : `push ${item.sandbox.path} ${item.push.branch}`
+
+/**
+ * The selection follows its entry when entries come or go before it (a key
+ * acts on what was selected, never on what slid under the cursor); an entry
+ * that is gone leaves the selection where it was, within bounds.
+ */
+const clampSelection = (state: WatchState, before?: WatchState): WatchState => {
+  const items = selectable(state)
+  const was = before ? selectable(before)[before.selected] : undefined
+  const found = was ? items.findIndex((item) => itemKey(item) === itemKey(was)) : -1
+  return {...state, selected: found >= 0 ? found : Math.max(0, Math.min(state.selected, items.length - 1))}
 }
 
 /** The state after one event. Pure. */
@@ -92,16 +103,16 @@ export function reduce(state: WatchState, event: WatchEvent): WatchState {
     case 'sandboxes': {
       const names = new Set(event.sandboxes.map((s) => s.name))
       const pending = Object.fromEntries(Object.entries(state.pending).filter(([name]) => names.has(name)))
-      return clampSelection({...state, listed: true, sandboxes: event.sandboxes, pending})
+      return clampSelection({...state, listed: true, sandboxes: event.sandboxes, pending}, state)
     }
     case 'request': {
       const requests = [...state.requests, {sandbox: event.sandbox, entry: event.entry}]
       return {...state, requests: requests.length > MAX_REQUESTS ? requests.slice(-MAX_REQUESTS) : requests}
     }
     case 'pending':
-      return clampSelection({...state, pending: {...state.pending, [event.sandbox]: event.pending}})
+      return clampSelection({...state, pending: {...state.pending, [event.sandbox]: event.pending}}, state)
     case 'pushes':
-      return clampSelection({...state, pushes: {...state.pushes, [event.workspace]: event.pushes}})
+      return clampSelection({...state, pushes: {...state.pushes, [event.workspace]: event.pushes}}, state)
     case 'action':
       return {...state, message: {ok: event.ok, text: event.message}}
     case 'warning':
