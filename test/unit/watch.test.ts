@@ -3,7 +3,7 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {afterEach, describe, expect, it, vi} from 'vitest'
 import {buildFrame, colorEnabled, formatUptime, paint, type Line} from '../../src/cli/watch-frame.js'
-import {usageOf} from '../../src/lib/engine/containers.js'
+import {cpuPercentBetween, usageOf} from '../../src/lib/engine/stats.js'
 import type {RequestLogEntry} from '../../src/lib/network/gateway/log.js'
 import type {PendingApproval} from '../../src/lib/network/pending.js'
 import {startGatherer} from '../../src/lib/watch/gather.js'
@@ -237,9 +237,16 @@ describe('engine stats', () => {
       precpu_stats: {cpu_usage: {total_usage: 1_000_000}, system_cpu_usage: 10_000_000},
       memory_stats: {usage: 100, stats: {inactive_file: 30}},
     }
-    expect(usageOf(raw)).toEqual({cpuPercent: 40, memoryBytes: 70})
+    expect(usageOf(raw)).toEqual({cpuPercent: 40, memoryBytes: 70, cpu: {total: 3_000_000, system: 20_000_000, online: 2}})
     expect(usageOf({memory_stats: {usage: 10, stats: {total_inactive_file: 4}}})).toEqual({memoryBytes: 6})
     expect(usageOf({})).toEqual({})
+  })
+
+  it("gives no percentage from Podman's one-shot answer alone (no previous sample), and one between two samples", () => {
+    const first = usageOf({cpu_stats: {cpu_usage: {total_usage: 30_000_000}, system_cpu_usage: 10_000_000_000, online_cpus: 2}, precpu_stats: {cpu_usage: {total_usage: 0}}})
+    expect(first).toEqual({cpu: {total: 30_000_000, system: 10_000_000_000, online: 2}})
+    expect(cpuPercentBetween({total: 30_000_000, system: 10_000_000_000, online: 2}, {total: 130_000_000, system: 12_000_000_000, online: 2})).toBe(10)
+    expect(cpuPercentBetween({total: 1, system: 5, online: 2}, {total: 2, system: 5, online: 2})).toBeUndefined()
   })
 })
 

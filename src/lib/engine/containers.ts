@@ -5,6 +5,7 @@ import type {Readable, Writable} from 'node:stream'
 import {SandboxError, UsageError} from '../errors.js'
 import {demultiplex, type EngineApi} from './api.js'
 import type {ContainerInfo, ContainerSummary, ExecResult, MountSpec} from './types.js'
+import {usageOf, type ContainerStats, type RawStats} from './stats.js'
 
 export interface ContainerClient {
   list(labels: Record<string, string>): Promise<ContainerSummary[]>
@@ -354,32 +355,4 @@ export function toContainerInfo(raw: ContainerInspectInfo): ContainerInfo {
     pidsLimit: host.PidsLimit ?? 0,
     ports,
   }
-}
-
-/** One stats sample: the process count, and CPU and memory when the engine gave them. */
-export interface ContainerStats {
-  pids: number
-  pidsLimit: number
-  /** CPU use since the engine's previous sample, in percent of one CPU (200 = two CPUs busy). */
-  cpuPercent?: number
-  /** Memory in use without the page cache, as `docker stats` counts it. */
-  memoryBytes?: number
-}
-
-interface RawStats {
-  pids_stats?: {current?: number; limit?: number}
-  cpu_stats?: {cpu_usage?: {total_usage?: number}; system_cpu_usage?: number; online_cpus?: number}
-  precpu_stats?: {cpu_usage?: {total_usage?: number}; system_cpu_usage?: number}
-  memory_stats?: {usage?: number; stats?: {inactive_file?: number; total_inactive_file?: number}}
-}
-
-/** CPU percent and memory from a stats answer, computed as `docker stats` computes them. Pure. */
-export function usageOf(raw: RawStats): Pick<ContainerStats, 'cpuPercent' | 'memoryBytes'> {
-  const out: Pick<ContainerStats, 'cpuPercent' | 'memoryBytes'> = {}
-  const cpu = (raw.cpu_stats?.cpu_usage?.total_usage ?? 0) - (raw.precpu_stats?.cpu_usage?.total_usage ?? 0)
-  const system = (raw.cpu_stats?.system_cpu_usage ?? 0) - (raw.precpu_stats?.system_cpu_usage ?? 0)
-  if (raw.cpu_stats?.cpu_usage?.total_usage !== undefined && system > 0 && cpu >= 0) out.cpuPercent = (cpu / system) * (raw.cpu_stats.online_cpus || 1) * 100
-  const usage = raw.memory_stats?.usage
-  if (usage !== undefined) out.memoryBytes = Math.max(0, usage - (raw.memory_stats?.stats?.inactive_file ?? raw.memory_stats?.stats?.total_inactive_file ?? 0))
-  return out
 }

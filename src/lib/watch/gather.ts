@@ -7,6 +7,7 @@
  * the signal aborts.
  */
 import type {Context} from '../context.js'
+import {cpuPercentBetween, type CpuCounters} from '../engine/stats.js'
 import {isSandboxError} from '../errors.js'
 import {keptRefs} from '../git/review.js'
 import {requestLog} from '../network/firewall.js'
@@ -44,6 +45,7 @@ export function startGatherer(ctx: Context, options: GatherOptions): Gatherer {
   const followers = new Map<string, AbortController>()
   const followed: Array<Promise<void>> = []
   const usage = new Map<string, Pick<WatchedSandbox, 'cpuPercent' | 'memoryBytes'>>()
+  const cpuSamples = new Map<string, CpuCounters>() // the last sample, where the engine gives no previous one
   const sent = new Map<string, string>() // what was last reported per key: only changes are
   let sandboxes: WatchedSandbox[] = []
 
@@ -120,7 +122,11 @@ export function startGatherer(ctx: Context, options: GatherOptions): Gatherer {
     await Promise.all(
       running.map(async (s) => {
         const stats = await ctx.engine.containers.stats(s.name).catch(() => undefined)
-        if (stats) usage.set(s.name, {cpuPercent: stats.cpuPercent, memoryBytes: stats.memoryBytes})
+        if (!stats) return
+        const before = cpuSamples.get(s.name)
+        if (stats.cpu) cpuSamples.set(s.name, stats.cpu)
+        const cpuPercent = stats.cpuPercent ?? (before && stats.cpu ? cpuPercentBetween(before, stats.cpu) : undefined)
+        usage.set(s.name, {cpuPercent, memoryBytes: stats.memoryBytes})
       }),
     )
     if (signal.aborted) return
