@@ -237,16 +237,17 @@ describe('engine stats', () => {
       precpu_stats: {cpu_usage: {total_usage: 1_000_000}, system_cpu_usage: 10_000_000},
       memory_stats: {usage: 100, stats: {inactive_file: 30}},
     }
-    expect(usageOf(raw)).toEqual({cpuPercent: 40, memoryBytes: 70, cpu: {total: 3_000_000, system: 20_000_000, online: 2}})
+    expect(usageOf({...raw, read: '2026-11-29T10:00:00.000Z'})).toEqual({cpuPercent: 40, memoryBytes: 70, cpu: {total: 3_000_000, readAt: Date.parse('2026-11-29T10:00:00.000Z')}})
     expect(usageOf({memory_stats: {usage: 10, stats: {total_inactive_file: 4}}})).toEqual({memoryBytes: 6})
     expect(usageOf({})).toEqual({})
   })
 
   it("gives no percentage from Podman's one-shot answer alone (no previous sample), and one between two samples", () => {
-    const first = usageOf({cpu_stats: {cpu_usage: {total_usage: 30_000_000}, system_cpu_usage: 10_000_000_000, online_cpus: 2}, precpu_stats: {cpu_usage: {total_usage: 0}}})
-    expect(first).toEqual({cpu: {total: 30_000_000, system: 10_000_000_000, online: 2}})
-    expect(cpuPercentBetween({total: 30_000_000, system: 10_000_000_000, online: 2}, {total: 130_000_000, system: 12_000_000_000, online: 2})).toBe(10)
-    expect(cpuPercentBetween({total: 1, system: 5, online: 2}, {total: 2, system: 5, online: 2})).toBeUndefined()
+    const first = usageOf({read: '2026-11-29T10:00:00.000Z', cpu_stats: {cpu_usage: {total_usage: 30_000_000}, system_cpu_usage: 10_000_000_000, online_cpus: 2}, precpu_stats: {cpu_usage: {total_usage: 0}}})
+    expect(first).toEqual({cpu: {total: 30_000_000, readAt: Date.parse('2026-11-29T10:00:00.000Z')}})
+    // 1.5 s of CPU time in 2 s: 75% of one CPU.
+    expect(cpuPercentBetween({total: 30_000_000, readAt: 1000}, {total: 1_530_000_000, readAt: 3000})).toBe(75)
+    expect(cpuPercentBetween({total: 1, readAt: 5}, {total: 2, readAt: 5})).toBeUndefined()
   })
 })
 

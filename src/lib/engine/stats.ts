@@ -15,13 +15,15 @@ export interface ContainerStats {
   cpu?: CpuCounters
 }
 
+/** A container's CPU time (ns) and when the engine read it (ms since the epoch). */
 export interface CpuCounters {
   total: number
-  system: number
-  online: number
+  readAt: number
 }
 
 export interface RawStats {
+  /** When the engine read the sample (ISO 8601). */
+  read?: string
   pids_stats?: {current?: number; limit?: number}
   cpu_stats?: {cpu_usage?: {total_usage?: number}; system_cpu_usage?: number; online_cpus?: number}
   precpu_stats?: {cpu_usage?: {total_usage?: number}; system_cpu_usage?: number}
@@ -32,23 +34,21 @@ export interface RawStats {
 export function usageOf(raw: RawStats): Pick<ContainerStats, 'cpuPercent' | 'memoryBytes' | 'cpu'> {
   const out: Pick<ContainerStats, 'cpuPercent' | 'memoryBytes' | 'cpu'> = {}
   const now = raw.cpu_stats
-  if (now?.cpu_usage?.total_usage !== undefined && now.system_cpu_usage) {
-    out.cpu = {total: now.cpu_usage.total_usage, system: now.system_cpu_usage, online: now.online_cpus || 1}
+  if (now?.cpu_usage?.total_usage !== undefined) {
+    out.cpu = {total: now.cpu_usage.total_usage, readAt: (raw.read && Date.parse(raw.read)) || Date.now()}
     // Podman's one-shot answer has no previous sample (its precpu is zeros): no percentage from it alone.
-    const before = raw.precpu_stats
-    if (before?.system_cpu_usage) {
-      const percent = cpuPercentBetween({total: before.cpu_usage?.total_usage ?? 0, system: before.system_cpu_usage, online: out.cpu.online}, out.cpu)
-      if (percent !== undefined) out.cpuPercent = percent
-    }
+    const cpu = now.cpu_usage.total_usage - (raw.precpu_stats?.cpu_usage?.total_usage ?? 0)
+    const system = (now.system_cpu_usage ?? 0) - (raw.precpu_stats?.system_cpu_usage ?? 0)
+    if (raw.precpu_stats?.system_cpu_usage && system > 0 && cpu >= 0) out.cpuPercent = (cpu / system) * (now.online_cpus || 1) * 100
   }
   const usage = raw.memory_stats?.usage
   if (usage !== undefined) out.memoryBytes = Math.max(0, usage - (raw.memory_stats?.stats?.inactive_file ?? raw.memory_stats?.stats?.total_inactive_file ?? 0))
   return out
 }
 
-/** CPU use between two samples, in percent of one CPU; undefined when no system time passed. Pure. */
+/** CPU use between two samples, in percent of one CPU (CPU time over the time between them); undefined when no time passed. Pure. */
 export function cpuPercentBetween(before: CpuCounters, after: CpuCounters): number | undefined {
   const cpu = after.total - before.total
-  const system = after.system - before.system
-  return system > 0 && cpu >= 0 ? (cpu / system) * after.online * 100 : undefined
+  const ms = after.readAt - before.readAt
+  return ms > 0 && cpu >= 0 ? (cpu / (ms * 1e6)) * 100 : undefined
 }

@@ -48,6 +48,7 @@ export function startGatherer(ctx: Context, options: GatherOptions): Gatherer {
   const cpuSamples = new Map<string, CpuCounters>() // the last sample, where the engine gives no previous one
   const sent = new Map<string, string>() // what was last reported per key: only changes are
   let sandboxes: WatchedSandbox[] = []
+  let readingUsage = false
 
   const emitChanged = (key: string, event: WatchEvent) => {
     const text = JSON.stringify(event)
@@ -156,7 +157,13 @@ export function startGatherer(ctx: Context, options: GatherOptions): Gatherer {
       }
     }
     for (const [key, own] of followers) if (!live.has(key)) (own.abort(), followers.delete(key))
-    void readUsage(sandboxes.filter((s) => s.running)).catch((error: unknown) => warn(undefined, error))
+    // One round of stats at a time: Docker's take about a second, and two rounds would interleave their samples.
+    if (!readingUsage) {
+      readingUsage = true
+      void readUsage(sandboxes.filter((s) => s.running))
+        .catch((error: unknown) => warn(undefined, error))
+        .finally(() => (readingUsage = false))
+    }
     await Promise.all([...sandboxes.map((s) => readPending(s)), ...[...new Set(sandboxes.map((s) => s.path))].map((p) => readPushes(p))])
   }
 
