@@ -552,7 +552,11 @@ export const scenarios = [
     target: 2,
     smoke: true,
     // `script`'s pty has no size: stty gives it one (the sh and stty cost about 2 ms of the row).
-    a: {steps: (ctx) => [{argv: ['sh', '-c', 'stty rows 40 cols 160 && exec "$@"', 'sh', ...cliArgv('watch')], env: ctx.env, pty: true, answer: {when: /SANDBOX +REPO/, send: 'q', timed: true}, timeoutMs: 60_000}]},
+    a: {
+      steps: (ctx) => [{argv: ['sh', '-c', 'stty rows 40 cols 160 && exec "$@"', 'sh', ...cliArgv('watch')], env: ctx.env, pty: true, answer: {when: /SANDBOX +REPO/, send: 'q', timed: true}, timeoutMs: 60_000}],
+      // The engine finishes what a watch that quit left it (Docker's stats wait a second for a second sample) before the next run.
+      after: () => sh('sleep', ['2']),
+    },
     b: {steps: (ctx) => [cli(ctx, 'list', '--json')]},
   },
   {
