@@ -207,12 +207,13 @@ describe('watch', () => {
   it("opens the selected kept push's diff in the pager with r, and comes back when the pager ends", async () => {
     const push = await sbx(ws, 'sh', '-c', 'set -e; git config user.name Agent; git config user.email agent@example.invalid; echo watched > watched.txt; git add watched.txt; git commit -q -m watched; git push host HEAD:main')
     expect(push.stderr).toContain('kept on the host as refs/sandbox/main')
-    startWatch('review', {GIT_PAGER: 'less', LESS: 'R'})
+    // A pager of the test's own (no less needed): the diff, an end mark, then a key on the terminal ends it.
+    startWatch('review', {GIT_PAGER: `sh -c 'cat; echo "(END)"; read key < /dev/tty'`})
     await waitForScreen('review', (text) => text.includes('PUSHES TO REVIEW (') && text.includes(`  main  `) && text.includes(`(${ws})`), 'the kept push')
     await select('review', `(${ws})`)
     tmux('send-keys', '-t', 'review', 'r')
     await waitForScreen('review', (text) => text.includes('watched.txt | 1') && text.includes('(END)') && !text.includes('o allow once'), 'the diff in the pager')
-    tmux('send-keys', '-t', 'review', 'q') // ends less
+    tmux('send-keys', '-t', 'review', 'Enter') // ends the pager
     await waitForScreen('review', (text) => text.includes(`review show main (${ws}): exit 0`) && text.includes('o allow once'), 'the UI again')
     tmux('send-keys', '-t', 'review', 'q')
     await waitForScreen('review', (text) => !text.includes('o allow once'), 'the screen given back after q')
