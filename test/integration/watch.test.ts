@@ -19,8 +19,9 @@ import {createTestNetwork, must, removeTestSites, startTestSite} from './test-si
 const RUN = `${(process.env.AGENT_SANDBOX_IT_ID ?? 'main').toLowerCase().replace(/[^a-z0-9]+/g, '-')}-${randomBytes(3).toString('hex')}`
 const LABEL = `dev.agent-sandbox.watchit=${RUN}`
 const name = (role: string) => `watchit-${role}-${RUN}`
-/** A tmux server of this file's own. */
-const TMUX = ['-L', `watchit-${RUN}`, '-f', '/dev/null']
+/** A tmux server of this file's own; its socket file is removed after. */
+const SOCKET = `watchit-${RUN}`
+const TMUX = ['-L', SOCKET, '-f', '/dev/null']
 
 const SITE = `const http = require('http'), https = require('https');
 const answer = (q, r) => r.end('hi from ' + process.env.NAME + ' host=' + q.headers.host);
@@ -73,6 +74,7 @@ afterAll(async () => {
   } catch {
     // no server: no session was started
   }
+  rmSync(join(process.env.TMUX_TMPDIR || '/tmp', `tmux-${process.getuid?.() ?? 0}`, SOCKET), {force: true})
   await removeTestSites(LABEL, network, workspaces, certDir)
   if (stubDir) rmSync(stubDir, {recursive: true, force: true})
 })
