@@ -80,8 +80,7 @@ export async function watchScreen(ctx: Context, options: WatchOptions): Promise<
       // The first listing at once, not with the next burst; the keys once it is out.
       draw()
       setImmediate(listen)
-    }
-    else redraw()
+    } else redraw()
   }
 
   const act = async (action: KeyAction) => {
