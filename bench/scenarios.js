@@ -558,6 +558,22 @@ export const scenarios = [
     b: {steps: () => [dockerStep(...psSandboxes)]},
   },
   {
+    key: 'watch',
+    cheap: true,
+    title: 'watch: start to first frame',
+    ours: "`agent-sandbox watch` in a 160 × 40 pty (util-linux `script`): the time until its first frame holds the engine's sandboxes (then `q` ends it)",
+    base: '`agent-sandbox list --json`, the same engine call',
+    target: 2,
+    smoke: true,
+    // `script`'s pty has no size: stty gives it one (the sh and stty cost about 2 ms of the row).
+    a: {
+      steps: (ctx) => [{argv: ['sh', '-c', 'stty rows 40 cols 160 && exec "$@"', 'sh', ...cliArgv('watch')], env: ctx.env, pty: true, answer: {when: /SANDBOX +REPO/, send: 'q', timed: true}, timeoutMs: 60_000}],
+      // The engine finishes what a watch that quit left it (Docker's stats wait a second for a second sample) before the next run.
+      after: () => sh('sleep', ['2']),
+    },
+    b: {steps: (ctx) => [cli(ctx, 'list', '--json')]},
+  },
+  {
     // The code cache's worth (bin/compile-cache.cjs), measured where it matters most: the fastest command.
     key: 'list-nocache',
     cheap: true,

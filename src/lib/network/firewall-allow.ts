@@ -98,7 +98,13 @@ export interface AllowResult {
  * every domain and rule is valid, and the config is checked before the sandbox
  * is touched.
  */
-export async function allowDomains(ctx: Context, ws: Workspace, domains: string[], options: {branch?: string; save?: boolean; rule?: RuleFlags} = {}): Promise<AllowResult> {
+export async function allowDomains(
+  ctx: Context,
+  ws: Workspace,
+  domains: string[],
+  /** forMs (a grant that lapses), once (one request) and maxUploadBytes: declared, not yet applied. */
+  options: {branch?: string; save?: boolean; rule?: RuleFlags; forMs?: number; once?: boolean; maxUploadBytes?: number} = {},
+): Promise<AllowResult> {
   const valid = validateDomains(domains)
   if ((options.rule?.methods !== undefined || options.rule?.paths !== undefined) && !valid.every(isWebEntry)) {
     throw new UsageError('--methods and --paths apply to web traffic: give host names without a port', {hint: 'allow name:PORT entries in a command of their own'})
