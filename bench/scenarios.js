@@ -199,6 +199,16 @@ tls.createServer({cert: process.env.CERT, key: process.env.KEY}, (c) => {
   const u = tls.connect({host: process.env.ADDRESS, port: 443, servername: process.env.SITE, ca: process.env.CA}, () => { c.pipe(u); u.pipe(c) });
   u.on('error', () => c.destroy()); c.on('error', () => u.destroy());
 }).listen(${RELAY_PORT}, '127.0.0.1');`
+/**
+ * The pass-through floor: the least a node program between client and site can do, a bare TCP relay
+ * (no TLS, node's default flags) on 127.0.0.1:${TCP_RELAY_PORT} that pipes the bytes both ways.
+ */
+const TCP_RELAY_PORT = 18444
+const TCP_RELAY = `const net = require('net');
+net.createServer((c) => {
+  const u = net.connect({host: process.env.ADDRESS, port: 443}, () => { c.pipe(u); u.pipe(c) });
+  u.on('error', () => c.destroy()); c.on('error', () => u.destroy());
+}).listen(${TCP_RELAY_PORT}, '127.0.0.1');`
 /** `$2` sequential verified HTTPS GETs (trust: the system bundle, which holds the bench CA and, in the sandbox, the gateway's CA). */
 const GETS_VERIFIED = 'for i in $(seq "$2"); do curl -sf -o /dev/null --resolve "$0:443:$1" "https://$0/" || exit 1; done'
 /** One download of `/big`, failing unless all of it arrived. */
@@ -247,8 +257,12 @@ function interceptSetup(ctx) {
   const passAddress = lookup(passSite)
   // The download floor's relay, in the gateway's container (its uid may go out): TLS terminated with the site's own certificate, re-originated verified.
   docker('exec', '-d', '-e', `CERT=${pem('cert.pem')}`, '-e', `KEY=${pem('key.pem')}`, '-e', `CA=${pem('ca.pem')}`, '-e', `SITE=${site}`, '-e', `ADDRESS=${address}`, `${name}-gateway`, 'bash', '-c', 'exec node -e "$0" > /tmp/bench-relay.log 2>&1', RELAY)
-  const listening = `for i in $(seq 100); do (: < /dev/tcp/127.0.0.1/${RELAY_PORT}) 2> /dev/null && exit 0; sleep 0.1; done; cat /tmp/bench-relay.log >&2; exit 1`
-  docker('exec', `${name}-gateway`, 'bash', '-c', listening)
+  // The pass-through floor's relay, beside it: the TCP bytes to the pass-through site as they are.
+  docker('exec', '-d', '-e', `ADDRESS=${passAddress}`, `${name}-gateway`, 'bash', '-c', 'exec node -e "$0" > /tmp/bench-tcp-relay.log 2>&1', TCP_RELAY)
+  for (const [port, log] of [[RELAY_PORT, 'bench-relay.log'], [TCP_RELAY_PORT, 'bench-tcp-relay.log']]) {
+    const listening = `for i in $(seq 100); do (: < /dev/tcp/127.0.0.1/${port}) 2> /dev/null && exit 0; sleep 0.1; done; cat /tmp/${log} >&2; exit 1`
+    docker('exec', `${name}-gateway`, 'bash', '-c', listening)
+  }
   ctx.extra.gwi = {net, site, name, address, passSite, passAddress, bytes: String(size * 1024 * 1024)}
 }
 /** @returns {{net: string, site: string, name: string, address: string, passSite: string, passAddress: string, bytes: string}} */
@@ -260,7 +274,7 @@ function gatewayMemory(ctx) {
   const mib = (key) => `${(Number(new RegExp(`${key}:\\s+(\\d+)`).exec(status)?.[1] ?? 0) / 1024).toFixed(1)}`
   return `gateway VmRSS ${mib('VmRSS')} MiB (anonymous ${mib('RssAnon')}, file ${mib('RssFile')}) after the row`
 }
-const INTERCEPT_ROWS = ['gateway-intercept', 'gateway-download-floor', 'gateway-download', 'gateway-download-passthrough']
+const INTERCEPT_ROWS = ['gateway-intercept', 'gateway-download-floor', 'gateway-download', 'gateway-download-passthrough-floor', 'gateway-download-passthrough']
 /** The interception rows' tear-down, after the last of them that runs. */
 const interceptTeardownAfter = (key) => (ctx) => {
   const selected = /** @type {string[]} */ (ctx.extra.selected ?? [])
@@ -544,6 +558,22 @@ export const scenarios = [
     b: {steps: () => [dockerStep(...psSandboxes)]},
   },
   {
+    key: 'watch',
+    cheap: true,
+    title: 'watch: start to first frame',
+    ours: "`agent-sandbox watch` in a 160 × 40 pty (util-linux `script`): the time until its first frame holds the engine's sandboxes (then `q` ends it)",
+    base: '`agent-sandbox list --json`, the same engine call',
+    target: 2,
+    smoke: true,
+    // `script`'s pty has no size: stty gives it one (the sh and stty cost about 2 ms of the row).
+    a: {
+      steps: (ctx) => [{argv: ['sh', '-c', 'stty rows 40 cols 160 && exec "$@"', 'sh', ...cliArgv('watch')], env: ctx.env, pty: true, answer: {when: /SANDBOX +REPO/, send: 'q', timed: true}, timeoutMs: 60_000}],
+      // The engine finishes what a watch that quit left it (Docker's stats wait a second for a second sample) before the next run.
+      after: () => sh('sleep', ['2']),
+    },
+    b: {steps: (ctx) => [cli(ctx, 'list', '--json')]},
+  },
+  {
     // The code cache's worth (bin/compile-cache.cjs), measured where it matters most: the fastest command.
     key: 'list-nocache',
     cheap: true,
@@ -642,6 +672,18 @@ export const scenarios = [
     note: gatewayMemory,
   },
   {
+    key: 'gateway-download-passthrough-floor',
+    title: 'floor: a 200 MiB download through any node program that relays the TCP bytes (no target)',
+    ours: 'curl from the gateway container through a bare node TCP relay beside it (the bytes both ways as they are; node\'s default flags)',
+    base: 'the same curl from the gateway container straight to the site (the pass-through row\'s baseline)',
+    smoke: false,
+    runs: 5,
+    setup: interceptSetup,
+    teardown: interceptTeardownAfter('gateway-download-passthrough-floor'),
+    a: {steps: (ctx) => [dockerStep('exec', `${gwiOf(ctx).name}-gateway`, 'bash', '-c', DOWNLOAD_VIA_RELAY, gwiOf(ctx).passSite, gwiOf(ctx).bytes, String(TCP_RELAY_PORT))]},
+    b: {steps: (ctx) => [dockerStep('exec', `${gwiOf(ctx).name}-gateway`, 'bash', '-c', DOWNLOAD, gwiOf(ctx).passSite, gwiOf(ctx).passAddress, gwiOf(ctx).bytes)]},
+  },
+  {
     key: 'gateway-download-passthrough',
     title: 'a 200 MiB HTTPS download from an allowlisted host that is not intercepted, while a masked secret exists for another host',
     ours: 'curl as the agent (the gateway reads the SNI, then passes the TLS bytes through)',
@@ -674,6 +716,16 @@ export const scenarios = [
     target: 2,
     smoke: true,
     a: {parallel: true, steps: (ctx) => Array.from({length: ctx.parallel}, () => cli(ctx, 'run', ctx.ws, '--', 'true'))},
+    b: {parallel: true, steps: (ctx) => Array.from({length: ctx.parallel}, () => dockerStep('run', '--rm', ...label(ctx), '--entrypoint', 'true', ctx.image))},
+  },
+  {
+    // A one-shot run with the firewall is two containers (the run's own and its egress gateway's).
+    key: 'parallel-floor',
+    title: 'floor: two containers per one-shot run, by the docker CLI (no target)',
+    ours: '`docker run --rm --entrypoint true <img>` ×2N at once',
+    base: '`docker run --rm --entrypoint true <img>` ×N at once',
+    smoke: false,
+    a: {parallel: true, steps: (ctx) => Array.from({length: 2 * ctx.parallel}, () => dockerStep('run', '--rm', ...label(ctx), '--entrypoint', 'true', ctx.image))},
     b: {parallel: true, steps: (ctx) => Array.from({length: ctx.parallel}, () => dockerStep('run', '--rm', ...label(ctx), '--entrypoint', 'true', ctx.image))},
   },
   {

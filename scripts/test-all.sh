@@ -66,6 +66,7 @@ PODMAN_FILES=(
   test/integration/firewall-ports.test.ts
   test/integration/agent-logins.test.ts
   test/integration/approvals.test.ts
+  test/integration/watch.test.ts
 )
 podman_requested() {
   [ "${AGENT_SANDBOX_TEST_PODMAN:-0}" = 1 ] && [[ " ${suites[*]} " == *" podman "* ]]

@@ -14,8 +14,13 @@ import {join} from 'node:path'
 export const TIME_BIN = '/usr/bin/time'
 const DEFAULT_TIMEOUT_MS = 10 * 60_000
 
-/** @typedef {{argv: string[], env?: Record<string, string | undefined>, cwd?: string, pty?: boolean, timeoutMs?: number}} Step */
-/** @typedef {{ms: number, rssKiB: number}} Sample */
+/**
+ * A pty step answers once when its output (without escape codes) first matches `answer.when`:
+ * by default a shell prompt, with `exit`. With `answer.timed`, its time is from spawn to that
+ * match (a first frame), not to its exit; it must still exit 0.
+ * @typedef {{argv: string[], env?: Record<string, string | undefined>, cwd?: string, pty?: boolean, timeoutMs?: number, answer?: {when: RegExp, send: string, timed?: boolean}}} Step
+ */
+/** untimedMs: the part of the wall time after a timed answer (0 for other steps). @typedef {{ms: number, rssKiB: number, untimedMs?: number}} Sample */
 
 export class StepFailed extends Error {
   /** @param {string} message @param {string} output */
@@ -61,6 +66,7 @@ export function runStep(step) {
   return new Promise((resolve, reject) => {
     let output = ''
     let prompted = false
+    let answeredMs = 0
     const started = process.hrtime.bigint()
     const child = spawn(command, args, {cwd: step.cwd, env, stdio: [step.pty ? 'pipe' : 'ignore', 'pipe', 'pipe']})
     const timer = setTimeout(() => {
@@ -68,11 +74,15 @@ export function runStep(step) {
       finish(new StepFailed(`timed out after ${(step.timeoutMs ?? DEFAULT_TIMEOUT_MS) / 1000} s: ${step.argv.join(' ')}`, output))
     }, step.timeoutMs ?? DEFAULT_TIMEOUT_MS)
     const onData = (chunk) => {
+      // What is matched: this chunk whole (a frame can be larger than the tail kept), after the end of the last.
+      const seen = output.slice(-256) + chunk.toString('utf8')
       output = (output + chunk.toString('utf8')).slice(-8192)
       // A prompt is a line ending in "$ " (or "# ") with nothing after it yet.
-      if (step.pty && !prompted && /[$#] $/.test(output.replace(ANSI, ''))) {
+      const answer = step.answer ?? {when: /[$#] $/, send: 'exit\n'}
+      if (step.pty && !prompted && answer.when.test(seen.replace(ANSI, ''))) {
         prompted = true
-        child.stdin?.write('exit\n')
+        answeredMs = Number(process.hrtime.bigint() - started) / 1e6
+        child.stdin?.write(answer.send)
       }
     }
     child.stdout.on('data', onData)
@@ -87,7 +97,8 @@ export function runStep(step) {
     }
     child.on('error', (error) => finish(new StepFailed(`cannot run ${command}: ${error.message}`, output)))
     child.on('close', (code, signal) => {
-      const ms = Number(process.hrtime.bigint() - started) / 1e6
+      const wallMs = Number(process.hrtime.bigint() - started) / 1e6
+      const ms = step.answer?.timed ? answeredMs : wallMs
       let rssKiB = 0
       if (existsSync(rssFile)) {
         const lines = readFileSync(rssFile, 'utf8').trim().split('\n')
@@ -96,7 +107,7 @@ export function runStep(step) {
       }
       if (code !== 0) return finish(new StepFailed(`exit ${code ?? signal}: ${step.argv.join(' ')}`, output))
       if (step.pty && !prompted) return finish(new StepFailed(`no prompt seen: ${step.argv.join(' ')}`, output))
-      finish(undefined, {ms, rssKiB})
+      finish(undefined, {ms, rssKiB, untimedMs: wallMs - ms})
     })
   })
 }
@@ -109,8 +120,13 @@ export function runStep(step) {
 export async function runSequence(steps) {
   const started = process.hrtime.bigint()
   let rssKiB = 0
-  for (const step of steps) rssKiB = Math.max(rssKiB, (await runStep(step)).rssKiB)
-  return {ms: Number(process.hrtime.bigint() - started) / 1e6, rssKiB}
+  let untimedMs = 0
+  for (const step of steps) {
+    const sample = await runStep(step)
+    rssKiB = Math.max(rssKiB, sample.rssKiB)
+    untimedMs += sample.untimedMs ?? 0
+  }
+  return {ms: Number(process.hrtime.bigint() - started) / 1e6 - untimedMs, rssKiB}
 }
 
 /**

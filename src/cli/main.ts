@@ -47,6 +47,7 @@ export const COMMAND_IDS: readonly string[] = [
   'token-daemon',
   'trust',
   'volume',
+  'watch',
 ]
 
 /**

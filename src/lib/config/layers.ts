@@ -170,3 +170,8 @@ export function mergeLayers(layers: Array<[Source, ConfigFile | Settings | undef
   }
   return {settings, sources, files}
 }
+
+/** Whether `watch` notifies each new pending approval: the user's own file's `watchNotify` (default off). */
+export function userWatchNotify(env: NodeJS.ProcessEnv = process.env): boolean {
+  return readConfigFile(userConfigPath(env))?.watchNotify ?? false
+}

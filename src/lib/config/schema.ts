@@ -156,6 +156,8 @@ const ConfigFileSchema = object({
   github: v.optional(GithubSchema),
   /** The egress gateway: inspectAll intercepts every HTTPS connection, not only hosts with httpRules or a masked secret. */
   gateway: v.optional(object({inspectAll: v.optional(v.boolean())})),
+  /** `watch`: an OS notification (notify-send, else the terminal bell) for each new pending approval. Read from the user's own config file only. */
+  watchNotify: v.optional(v.boolean()),
   /** Only read from the user's own config file (load.ts refuses it elsewhere). */
   trustedPaths: v.optional(v.array(trustedPath)),
 })
@@ -212,9 +214,9 @@ export const DEFAULT_PROTECTED_PATHS = ['.husky', '.agent-sandbox', '.agent-prec
 /**
  * The settings after every layer is merged (load.ts): each key of the file
  * format with its default filled in, so the type follows the schema. `$schema`
- * and `trustedPaths` are the files' own business, not a sandbox's.
+ * `trustedPaths` and `watchNotify` are the files' own business, not a sandbox's.
  */
-export type Settings = Required<Omit<ConfigFile, '$schema' | 'trustedPaths' | 'limits' | 'github' | 'gateway'>> & {
+export type Settings = Required<Omit<ConfigFile, '$schema' | 'trustedPaths' | 'watchNotify' | 'limits' | 'github' | 'gateway'>> & {
   limits: ResourceLimits
   github: GithubSettings
   gateway: {inspectAll: boolean}

@@ -5,6 +5,7 @@ import type {Readable, Writable} from 'node:stream'
 import {SandboxError, UsageError} from '../errors.js'
 import {demultiplex, type EngineApi} from './api.js'
 import type {ContainerInfo, ContainerSummary, ExecResult, MountSpec} from './types.js'
+import {usageOf, type ContainerStats, type RawStats} from './stats.js'
 
 export interface ContainerClient {
   list(labels: Record<string, string>): Promise<ContainerSummary[]>
@@ -26,7 +27,7 @@ export interface ContainerClient {
   /** Run a command and collect its output; optionally stream it as it comes. */
   exec(id: string, cmd: string[], options?: ExecOptions): Promise<ExecResult>
   /** A one-off resource sample (a host-side probe: needs no process in the container). */
-  stats(id: string): Promise<{pids: number; pidsLimit: number}>
+  stats(id: string): Promise<ContainerStats>
   /** Stream a container's stdout/stderr (attach before start to miss nothing); resolves when the stream ends. */
   attach(id: string, sink: OutputSink): Promise<{ended: Promise<void>}>
   /** Unpack a tar archive into a directory of a container (one that is created and not started, too). */
@@ -236,9 +237,9 @@ export class ApiContainers implements ContainerClient {
     }
   }
 
-  async stats(id: string): Promise<{pids: number; pidsLimit: number}> {
-    const raw = await this.api.json<{pids_stats?: {current?: number; limit?: number}}>('GET', `/containers/${id}/stats`, {query: {stream: false}})
-    return {pids: raw.pids_stats?.current ?? 0, pidsLimit: raw.pids_stats?.limit ?? 0}
+  async stats(id: string): Promise<ContainerStats> {
+    const raw = await this.api.json<RawStats>('GET', `/containers/${id}/stats`, {query: {stream: false}})
+    return {pids: raw.pids_stats?.current ?? 0, pidsLimit: raw.pids_stats?.limit ?? 0, ...usageOf(raw)}
   }
 
   async putArchive(id: string, dir: string, tar: Buffer): Promise<void> {

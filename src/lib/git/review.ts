@@ -116,8 +116,8 @@ export async function keptCommit(ws: Workspace, branch: string): Promise<string>
   return commit
 }
 
-/** The kept refs, as [branch, commit]. */
-async function keptRefs(ws: Workspace): Promise<Array<[string, string]>> {
+/** The kept pushes of a workspace, as [branch, commit]. */
+export async function keptRefs(ws: Workspace): Promise<Array<[string, string]>> {
   const out = await hostGitText(ws, ['for-each-ref', '--format=%(objectname) %(refname)', KEPT_PREFIX])
   return out
     .split('\n')

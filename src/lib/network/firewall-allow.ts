@@ -165,7 +165,13 @@ export interface AllowResult {
  * every domain and rule is valid, and the config is checked before the sandbox
  * is touched.
  */
-export async function allowDomains(ctx: Context, ws: Workspace, domains: string[], options: {branch?: string; save?: boolean; rule?: RuleFlags} & GrantLimits = {}): Promise<AllowResult> {
+export async function allowDomains(
+  ctx: Context,
+  ws: Workspace,
+  domains: string[],
+  /** forMs (a grant that expires), once (one request) and maxUploadBytes (an upload budget): GrantLimits. */
+  options: {branch?: string; save?: boolean; rule?: RuleFlags; forMs?: number; once?: boolean; maxUploadBytes?: number} = {},
+): Promise<AllowResult> {
   const valid = validateDomains(domains)
   const limited = hasLimits(options)
   const plan = planGrant(options, Date.now())
