@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# firewall-allow.sh [--until EPOCH] ENTRY... — add entries to a running sandbox's allowlist.
+# firewall-allow.sh [--until EPOCH] [--limited] ENTRY... — add entries to a running sandbox's allowlist.
 #
 # Run as root (`docker exec -u root CONTAINER /usr/local/sbin/firewall-allow.sh
 # example.com '*.example.org' db.example:5432 dns.example:853/udp`) after
@@ -11,11 +11,13 @@
 # and restarts dnsmasq. The names' addresses are added to the ipsets as they are
 # looked up. Prints one line per argument: `added ENTRY`, `renewed ENTRY` (an
 # entry an earlier firewall-allow added: its grant is replaced) or `ENTRY is
-# already allowed` (by the defaults or the config: left as it is).
+# already allowed` (by the defaults or the config, or by the same lasting
+# grant: left as it is).
 #
 # Grants: each entry this adds is recorded in /run/agent-sandbox/grants as
-# `ENTRY UNTIL` (UNTIL: epoch seconds it expires at, 0 for the sandbox's life;
-# --until EPOCH sets it). For a grant that expires, a detached process
+# `ENTRY UNTIL [limited]` (UNTIL: epoch seconds it expires at, 0 for the
+# sandbox's life, --until EPOCH sets it; `limited`, from --limited: the egress
+# gateway counts the grant, once or against an upload budget). For a grant that expires, a detached process
 # (`firewall-allow --expire ENTRY UNTIL`, in its own session) sleeps until then,
 # once, and removes the entry if its grant is still that one: from the
 # allowlist and dnsmasq (its names are refused again), and its addresses from
@@ -36,15 +38,15 @@ FW_LIB="${AGENT_SANDBOX_LIB_DIR:-/usr/local/lib/agent-sandbox}/firewall-lib.sh"
 . "$FW_LIB"
 
 GRANTS="$FW_STATE/grants"
-# Grants in force: ENTRY -> UNTIL (epoch seconds, 0: for the sandbox's life).
+# Grants in force: ENTRY -> `UNTIL` or `UNTIL limited` (epoch seconds, 0: for the sandbox's life).
 declare -A GRANT=()
 
 # read_grants: GRANT from $GRANTS (none before the first grant).
 read_grants() {
-  local entry until
+  local entry until rest
   [ -f "$GRANTS" ] || return 0
-  while read -r entry until; do
-    [ -n "$entry" ] && GRANT[$entry]="${until:-0}"
+  while read -r entry until rest; do
+    [ -n "$entry" ] && GRANT[$entry]="${until:-0}${rest:+ $rest}"
   done < "$GRANTS"
 }
 
@@ -119,7 +121,7 @@ expire() {
   if ((until > now)); then sleep "$((until - now))"; fi
   lock
   read_grants
-  [ "${GRANT[$entry]:-}" = "$until" ] || exit 0
+  [ -n "${GRANT[$entry]:-}" ] && [ "${GRANT[$entry]%% *}" = "$until" ] || exit 0
   unset 'GRANT[$entry]'
   fw_read_allowlist
   fw_read_upstreams
@@ -142,13 +144,21 @@ if [ "${1:-}" = --expire ]; then
 fi
 
 until=0
-if [ "${1:-}" = --until ]; then
-  [[ "${2:-}" =~ ^[1-9][0-9]{0,11}$ ]] || abort "--until takes the epoch seconds the grant expires at, not '${2:-}'"
-  until="$2"
-  shift 2
-fi
+limited=""
+while [ "$#" -gt 0 ]; do
+  case "$1" in
+    --until)
+      [[ "${2:-}" =~ ^[1-9][0-9]{0,11}$ ]] || abort "--until takes the epoch seconds the grant expires at, not '${2:-}'"
+      until="$2"
+      shift 2
+      ;;
+    --limited) limited=" limited" && shift ;;
+    *) break ;;
+  esac
+done
+grant="$until$limited"
 
-[ "$#" -gt 0 ] || abort "usage: ${0##*/} [--until EPOCH] ENTRY... (e.g. example.com '*.example.org' github.com:22 dns.example:853/udp)"
+[ "$#" -gt 0 ] || abort "usage: ${0##*/} [--until EPOCH] [--limited] ENTRY... (e.g. example.com '*.example.org' github.com:22 dns.example:853/udp)"
 
 for arg in "$@"; do fw_check_entry "$arg" arguments; done
 
@@ -171,9 +181,10 @@ for arg in "$@"; do
   fw_seen_key
   if [ -n "${FW_SEEN[$FW_E_SEEN]:-}" ]; then
     had="${FW_SEEN[$FW_E_SEEN]}"
-    # Granted before (not the defaults' or the config's): the new grant replaces it.
-    if [ -n "${GRANT[$had]:-}" ] && [[ " ${granted[*]} " != *" $had "* ]]; then
-      GRANT[$had]="$until"
+    # Granted before (not the defaults' or the config's): the new grant replaces it, unless both last
+    # for the sandbox's life unlimited (nothing to replace).
+    if [ -n "${GRANT[$had]:-}" ] && [[ " ${granted[*]} " != *" $had "* ]] && [ "${GRANT[$had]}$grant" != 00 ]; then
+      GRANT[$had]="$grant"
       granted+=("$had")
       messages+=("firewall-allow: renewed $had")
     else
@@ -185,7 +196,7 @@ for arg in "$@"; do
   fw_add_domain "$entry" "arguments"
   added+=("$entry")
   granted+=("$entry")
-  GRANT[$entry]="$until"
+  GRANT[$entry]="$grant"
   messages+=("firewall-allow: added $entry")
 done
 

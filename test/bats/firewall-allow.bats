@@ -132,7 +132,7 @@ teardown() {
 @test "no arguments prints usage" {
   run "$SCRIPT"
   assert_failure
-  assert_output --partial "firewall-allow: usage: firewall-allow.sh [--until EPOCH] ENTRY..."
+  assert_output --partial "firewall-allow: usage: firewall-allow.sh [--until EPOCH] [--limited] ENTRY..."
 }
 
 @test "fails clearly when the firewall is not initialised" {
@@ -215,6 +215,16 @@ setsid -f $SCRIPT --expire db.example:5432 4000000000"
   assert_success
   assert_output $'firewall-allow: renewed again.example\nfirewall-allow: one.example is already allowed'
   [ "$(cat "$AGENT_SANDBOX_STATE_DIR/grants")" = 'again.example 0' ]
+  # The same lasting grant again: nothing to replace.
+  run "$SCRIPT" again.example
+  assert_output 'firewall-allow: again.example is already allowed'
+  # A grant the gateway counts (--limited) is replaced by a lasting one, and the other way round.
+  run "$SCRIPT" --limited again.example
+  assert_output 'firewall-allow: renewed again.example'
+  [ "$(cat "$AGENT_SANDBOX_STATE_DIR/grants")" = 'again.example 0 limited' ]
+  run "$SCRIPT" again.example
+  assert_output 'firewall-allow: renewed again.example'
+  [ "$(cat "$AGENT_SANDBOX_STATE_DIR/grants")" = 'again.example 0' ]
   run grep -c '^again.example$' "$AGENT_SANDBOX_STATE_DIR/allowlist"
   assert_output 1
   run "$SCRIPT" --until 4000000100 again.example one.example
@@ -250,6 +260,17 @@ setsid -f $SCRIPT --expire db.example:5432 4000000000"
   [ "$(cat "$AGENT_SANDBOX_STATE_DIR/grants")" = 'kept.example 1000' ]
   grep -q '^dnsmasq --conf-file=' "$STUB_LOG"
   grep -q 'firewall-allow: the grant of gone.example expired (until 1970-01-01T00:16:40Z): its names are refused again' "$AGENT_SANDBOX_STATE_DIR/firewall.log"
+}
+
+@test "--expire of a limited grant: the entry goes all the same" {
+  stub setsid
+  run "$SCRIPT" --until 1000 --limited counted.example
+  assert_success
+  [ "$(cat "$AGENT_SANDBOX_STATE_DIR/grants")" = 'counted.example 1000 limited' ]
+  run "$SCRIPT" --expire counted.example 1000
+  assert_success
+  run grep -c 'counted.example' "$AGENT_SANDBOX_STATE_DIR/allowlist"
+  assert_output 0
 }
 
 @test "--expire does nothing when the grant was replaced meanwhile, or the entry is the defaults'" {

@@ -101,6 +101,8 @@ describe('planGrant', () => {
     const plan = planGrant({once: true, maxUploadBytes: 100}, now)
     expect(plan.summary).toEqual({kind: 'once', expiresAt: new Date(now + ONCE_LIFE_MS).toISOString(), maxUploadBytes: 100})
     expect(plan.gateway).toEqual({until: now + ONCE_LIFE_MS, once: true, maxUpload: 100})
+    expect(plan.firewallArgs).toEqual(['--until', String(Math.ceil((now + ONCE_LIFE_MS) / 1000)), '--limited'])
+    expect(planGrant({maxUploadBytes: 100}, now).firewallArgs).toEqual(['--limited'])
     expect(limitFlags({forMs: 600_000, once: true, maxUploadBytes: 5 * 1024 * 1024})).toBe('--for 10m --once --max-upload 5m')
   })
 
@@ -333,6 +335,7 @@ describe('lastingEntries (a gateway made anew)', () => {
   it('gives again every allowlist entry but those of a grant that expires', () => {
     const allowlist = 'one.example\nlive.example\ntimed.example\ndb.example:5432\n'
     expect(lastingEntries(allowlist, 'live.example 0\ntimed.example 1795959748\ndb.example:5432 1795959748\n')).toEqual(['one.example', 'live.example'])
+    expect(lastingEntries(allowlist, 'live.example 0 limited\n')).toEqual(['one.example', 'timed.example', 'db.example:5432'])
     expect(lastingEntries(allowlist, '')).toEqual(['one.example', 'live.example', 'timed.example', 'db.example:5432'])
   })
 })

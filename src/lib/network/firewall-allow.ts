@@ -126,7 +126,8 @@ export function planGrant(limits: GrantLimits, now: number): {summary: GrantSumm
   return {
     summary: {kind: limits.once ? 'once' : limits.forMs !== undefined ? 'for' : 'allow', expiresAt: until === undefined ? null : new Date(until).toISOString(), maxUploadBytes: limits.maxUploadBytes ?? null},
     // The firewall counts whole seconds: it lets go at most a second after the gateway.
-    firewallArgs: until === undefined ? [] : ['--until', String(Math.ceil(until / 1000))],
+    // --limited: the gateway counts this grant, so granting the entry again without limits must replace it.
+    firewallArgs: [...(until === undefined ? [] : ['--until', String(Math.ceil(until / 1000))]), ...(limits.once || limits.maxUploadBytes !== undefined ? ['--limited'] : [])],
     gateway: {
       ...(until === undefined ? {} : {until}),
       ...(limits.forMs === undefined ? {} : {forMs: limits.forMs}),

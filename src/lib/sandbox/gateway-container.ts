@@ -115,15 +115,16 @@ export async function remakeGateway(ctx: Context, ws: Workspace, sandbox: Contai
 
 /**
  * The firewall's allowlist entries a gateway made anew is given again: all but those of a grant that
- * expires (`ENTRY UNTIL` in the firewall's grants file, UNTIL not 0). Such a grant's once or upload
- * budget lived in the old gateway alone: it is not made again unlimited, the user grants it anew. Pure.
+ * expires or is limited (`ENTRY UNTIL [limited]` in the firewall's grants file: UNTIL not 0, or
+ * `limited`). Such a grant's expiry, once or upload budget lived in the old gateway: it is not made
+ * again unlimited, the user grants it anew. Pure.
  */
 export function lastingEntries(allowlist: string, grants: string): string[] {
   const expiring = new Set(
     grants
       .split('\n')
       .map((l) => l.trim().split(/\s+/))
-      .filter(([entry, until]) => entry && until && until !== '0')
+      .filter(([entry, until, limited]) => entry && ((until && until !== '0') || limited))
       .map(([entry]) => entry),
   )
   return allowlist.split('\n').filter((e) => e && !expiring.has(e))
