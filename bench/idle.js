@@ -157,7 +157,7 @@ try {
   console.log(`idle: execs into these containers during the window: ${execs ?? 'unknown (no engine events)'}${execs ? ' (not idle: the numbers include them)' : ''}`)
   const mem = kinds.map((k) => memoryOf(containers[0][k].memDir))
   const total = mem.reduce((s, m) => ({rss: s.rss + m.rss, anon: s.anon + m.anon}), {rss: 0, anon: 0})
-  console.log(`idle-memory: one sandbox's three containers: VmRSS sum ${total.rss.toFixed(1)} MiB (target <= 32), cgroup anonymous ${total.anon.toFixed(1)} MiB; ${kinds.map((k, i) => `${k} ${mem[i].rss.toFixed(1)}/${mem[i].anon.toFixed(1)}`).join(', ')}`)
+  console.log(`idle-memory: one sandbox's three containers: cgroup anonymous ${total.anon.toFixed(1)} MiB (target <= 32); VmRSS sum ${total.rss.toFixed(1)} MiB (file pages of node and the libraries counted once per process); ${kinds.map((k, i) => `${k} ${mem[i].rss.toFixed(1)}/${mem[i].anon.toFixed(1)}`).join(', ')}`)
   console.log(`idle-memory: floor (sleep infinity) VmRSS ${memoryOf(floorCg.memDir).rss.toFixed(1)} MiB`)
 } finally {
   execFileSync('docker', ['rm', '-f', floor], {env, stdio: 'ignore'})

@@ -213,7 +213,10 @@ describe('the egress gateway of a firewalled sandbox', () => {
     expect((await cli(['firewall', 'status', ws])).stdout).toContain('Recent requests through the egress gateway')
   })
 
-  it('firewall log --follow shows new requests as they come, and Ctrl-C ends it with 130 and nothing on stderr', async () => {
+  it('firewall log --follow shows new requests as they come, and Ctrl-C ends it with 130, nothing on stderr and no follower left in the gateway', async () => {
+    const sandbox = JSON.parse((await cli(['start', ws, '--json'])).stdout).name as string
+    // The gateway's processes by name (/proc: no ps in a distroless view of it is needed).
+    const gatewayProcesses = async () => must(await docker('exec', `${sandbox}-gateway`, 'sh', '-c', 'cat /proc/[0-9]*/comm 2> /dev/null'), 'list its processes').stdout.split('\n')
     const child = spawn(BIN, ['firewall', 'log', ws, '--follow', '--json', '--lines', '0'], {env: {...process.env, XDG_STATE_HOME: TEST_STATE_HOME}})
     let out = ''
     let err = ''
@@ -231,6 +234,13 @@ describe('the egress gateway of a firewalled sandbox', () => {
     }
     expect(await ended).toBe(130)
     expect(err).toBe('')
+    // The tail that followed the log ends with the command (the engine closes the exec's input).
+    let processes = await gatewayProcesses()
+    for (let i = 0; i < 50 && processes.includes('tail'); i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      processes = await gatewayProcesses()
+    }
+    expect(processes).not.toContain('tail')
   })
 
   it('doctor passes with the gateway up; killed, the next request fails closed and doctor fails; start brings it back', async () => {

@@ -3,6 +3,7 @@
  * (firewall-status, run as root inside), the egress gateway's request log and
  * live rules; `firewall allow` is firewall-allow.ts. `doctor` checks all of it: sandbox/doctor.ts.
  */
+import {PassThrough} from 'node:stream'
 import type {NetworkMode} from '../config/schema.js'
 import {isWebEntry} from '../util/allow-entry.js'
 import {allowedBy, parseDeniedLine, type DeniedConnection, type ResolvedAddress} from './firewall-denied.js'
@@ -103,6 +104,8 @@ export function hasGateway(sandbox: RunningSandbox): boolean {
 }
 
 const GATEWAY_LOG = `${GATEWAY_DEFAULTS.stateDir}/${REQUEST_LOG}`
+/** `sh -c FOLLOW follow LINES LOG`: tail -F of LOG until its input ends; reaped (the gateway's PID 1 reaps no orphan). */
+const FOLLOW = 'tail -n "$1" -F "$2" & t=$!; cat > /dev/null; kill "$t" 2> /dev/null; wait "$t"'
 
 /** The gateway's state and its last `lines` requests (none when it is down: its log went with it). */
 async function gatewayRequests(ctx: Context, sandbox: RunningSandbox, lines: number): Promise<Pick<FirewallStatus, 'gateway' | 'requests'>> {
@@ -143,10 +146,12 @@ export async function requestLog(ctx: Context, ws: Workspace, options: {branch?:
     rest = text.slice(cut + 1)
     for (const e of parseRequestLog(text.slice(0, cut + 1))) options.onEntry(e)
   }
-  // tail -F follows the log across its rotation.
-  const cmd = options.follow ? ['tail', '-n', lines, '-F', GATEWAY_LOG] : ['tail', '-n', lines, GATEWAY_LOG]
-  // --follow lasts until the caller aborts (Ctrl-C), which ends it as it ends `tail -f`.
-  const r = await ctx.engine.containers.exec(info.id, cmd, {onStdout, collect: false, signal: ctx.signal})
+  // tail -F follows the log across its rotation. It lasts until the caller aborts (Ctrl-C), which closes the
+  // exec's connection; the engine does not end an exec's process then, but closes its input: the shell
+  // waiting on that input ends tail, so no follower is left behind in the gateway.
+  const cmd = options.follow ? ['sh', '-c', FOLLOW, 'follow', lines, GATEWAY_LOG] : ['tail', '-n', lines, GATEWAY_LOG]
+  const stdin = options.follow ? new PassThrough() : undefined
+  const r = await ctx.engine.containers.exec(info.id, cmd, {onStdout, collect: false, signal: ctx.signal, stdin})
   throwIfAborted(ctx.signal)
   if (r.exitCode !== 0 && r.exitCode !== -1 && !/No such file/.test(r.stderr)) {
     throw new SandboxError(`cannot read the request log in ${name} (exit ${r.exitCode}): ${lastLine(r.stderr) || 'no message'}`)
