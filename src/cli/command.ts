@@ -10,6 +10,7 @@
  * would call the same `run` (its `Command.run(argv, config)` convention). This
  * is also the only place where errors become messages and exit codes.
  */
+import {inertText} from '../lib/util/inert-text.js'
 import type {Engine} from '../lib/engine/index.js'
 import {InterruptedError} from '../lib/errors.js'
 import type {Reporter} from '../lib/reporter.js'
@@ -122,9 +123,9 @@ export abstract class Command {
     return this.reporterInstance
   }
 
-  /** Print a result on stdout, with secrets masked. */
+  /** Print a result on stdout, with secrets masked and control characters made inert (inert-text.ts). */
   protected out(text: string): void {
-    writeStdout(`${redact(text, this.secrets)}\n`)
+    writeStdout(`${inertText(redact(text, this.secrets))}\n`)
   }
 
   protected outJson(value: unknown): void {

@@ -2,6 +2,7 @@
 import {writeSync} from 'node:fs'
 import {ExitCode, isSandboxError} from '../lib/errors.js'
 import type {Reporter} from '../lib/reporter.js'
+import {inertText} from '../lib/util/inert-text.js'
 import {lazyImport} from '../lib/util/lazy-import.js'
 
 const touched = new Set<NodeJS.WriteStream>()
@@ -69,17 +70,17 @@ export function redact(text: string, secrets: readonly string[]): string {
 export function reportFailure(error: Error, secrets: readonly string[]): number {
   if (isSandboxError(error)) {
     const hint = error.hint ? ` (hint: ${error.hint})` : ''
-    stdio('stderr').write(`agent-sandbox: error: ${redact(error.message, secrets)}${redact(hint, secrets)}\n`)
+    stdio('stderr').write(`agent-sandbox: error: ${inertText(redact(error.message, secrets))}${inertText(redact(hint, secrets))}\n`)
     if (process.env.AGENT_SANDBOX_DEBUG && error.cause) console.error(error.cause)
     return error.exitCode
   }
-  stdio('stderr').write(`agent-sandbox: error: ${redact(error.message, secrets)}\n`)
+  stdio('stderr').write(`agent-sandbox: error: ${inertText(redact(error.message, secrets))}\n`)
   if (process.env.AGENT_SANDBOX_DEBUG) console.error(error)
   return ExitCode.failure
 }
 
 export function makeReporter(secrets: () => readonly string[]): Reporter {
-  const write = (line: string) => stdio('stderr').write(`${redact(line, secrets())}\n`)
+  const write = (line: string) => stdio('stderr').write(`${inertText(redact(line, secrets()))}\n`)
   return {
     info: (message) => write(message),
     output: (chunk) => stdio('stderr').write(chunk),

@@ -4,6 +4,7 @@
  * strings with or without colour (NO_COLOR). Pure; watch-screen.ts puts them
  * on the terminal.
  */
+import {inertText} from '../lib/util/inert-text.js'
 import {KEY_HELP, selectable, type WatchState} from '../lib/watch/model.js'
 
 export type Style = 'title' | 'header' | 'blocked' | 'allowed' | 'selected' | 'dim' | 'error' | 'ok'
@@ -20,13 +21,13 @@ export function colorEnabled(env: NodeJS.ProcessEnv): boolean {
 
 const SGR: Record<Style, string> = {title: '1', header: '1;4', blocked: '1;31', allowed: '32', selected: '7', dim: '2', error: '31', ok: '32'}
 
-/** A line as a string of at most `width` columns, with SGR colour codes only when `color`. Pure. */
+/** A line as a string of at most `width` columns, with SGR colour codes only when `color`; the text's own control characters made inert. Pure. */
 export function paint(line: Line, width: number, color: boolean): string {
   let out = ''
   let room = width
   for (const seg of line) {
     if (room <= 0) break
-    const text = [...seg.text].slice(0, room).join('')
+    const text = [...inertText(seg.text)].slice(0, room).join('')
     room -= [...text].length
     out += color && seg.style ? `\x1b[${SGR[seg.style]}m${text}\x1b[0m` : text
   }

@@ -5,6 +5,7 @@
 import {spawn} from 'node:child_process'
 import {accessSync, constants} from 'node:fs'
 import {delimiter, join} from 'node:path'
+import {inertText} from '../lib/util/inert-text.js'
 
 /** notify-send's path on PATH, if any. */
 export function findNotifySend(env: NodeJS.ProcessEnv = process.env): string | undefined {
@@ -20,11 +21,16 @@ export function findNotifySend(env: NodeJS.ProcessEnv = process.env): string | u
   return undefined
 }
 
+/** A notification's body: notification daemons read it as markup, so `<`, `>` and `&` are entities; control characters are inert. Pure. */
+export function notificationBody(text: string): string {
+  return inertText(text).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
+}
+
 /** Notify once: `bell` rings the terminal when there is no notify-send. */
 export function notifyPending(text: string, bell: () => void, env: NodeJS.ProcessEnv = process.env): void {
   const notifySend = findNotifySend(env)
   if (!notifySend) return bell()
-  const child = spawn(notifySend, ['--app-name=agent-sandbox', 'agent-sandbox: approval pending', text], {stdio: 'ignore', detached: true})
+  const child = spawn(notifySend, ['--app-name=agent-sandbox', 'agent-sandbox: approval pending', notificationBody(text)], {stdio: 'ignore', detached: true})
   child.on('error', bell)
   child.unref()
 }

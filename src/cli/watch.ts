@@ -3,6 +3,7 @@
  * where keys act on the selected pending approval or kept push, or as JSON
  * lines on stdout (`--json`, or no terminal).
  */
+import {inertText} from '../lib/util/inert-text.js'
 import type {Context} from '../lib/context.js'
 import {throwIfAborted} from '../lib/errors.js'
 import {showKeptPush} from '../lib/git/review.js'
@@ -44,7 +45,7 @@ export async function watchJson(ctx: Context, options: WatchOptions): Promise<vo
     intervalMs: options.intervalMs,
     onEvent: (event) => {
       try {
-        writeStdout(`${jsonLine(event)}\n`)
+        writeStdout(`${inertText(jsonLine(event))}\n`)
       } catch (error) {
         closed ??= error
         stop.abort()

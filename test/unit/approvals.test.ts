@@ -1,5 +1,5 @@
 import {describe, expect, it} from 'vitest'
-import {dnsApprovalLine, grantCommand, refusalReason} from '../../src/lib/network/gateway/approval.js'
+import {dnsApprovalLine, grantCommand, grantedPath, refusalReason} from '../../src/lib/network/gateway/approval.js'
 import type {RequestLogEntry} from '../../src/lib/network/gateway/log.js'
 import {derivePending} from '../../src/lib/network/pending.js'
 
@@ -26,6 +26,19 @@ describe('approval lines', () => {
     expect(grantCommand(entry({status: 403, rule: 'IP address, not an allowlisted name'}))).toBeUndefined()
     expect(grantCommand(entry({status: 502, rule: 'cannot resolve: ENOTFOUND'}))).toBeUndefined()
     expect(refusalReason(entry({status: 421, rule: 'Host a differs'}), true)).toBe('GET x.example/ refused: Host a differs')
+  })
+
+  it('offers no grant for a path that --paths would read as a pattern or a list: it would admit more than was refused', () => {
+    for (const path of ['/*', '/x,/*', '/a?b', '/a/*/b']) {
+      const refused = entry({host: 'api.example', path, rule: `path ${path} not in httpRules api.example paths /pub/*`})
+      expect(grantedPath(refused), path).toBeUndefined()
+      expect(grantCommand(refused), path).toBeUndefined()
+      expect(refusalReason(refused, true)).toBe(`GET api.example${path} refused: path ${path} not in httpRules api.example paths /pub/*`)
+      expect(derivePending([refused], [], {allowlist: ['api.example'], rules: [{host: 'api.example', paths: ['/pub/*']}], denied: {}})).toEqual([])
+    }
+    // a pending rule approval carries the path as judged, the one its command grants
+    const judged = entry({host: 'api.example', path: '/pub/../private', rule})
+    expect(derivePending([judged], [], {allowlist: ['api.example'], rules: [{host: 'api.example', paths: ['/pub/*']}], denied: {}})[0]).toMatchObject({kind: 'rule', path: '/private'})
   })
 })
 

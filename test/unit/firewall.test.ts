@@ -308,6 +308,13 @@ describe('allowDomains', () => {
     expect(readFileSync(configPath(), 'utf8')).toContain('"network": "firewall"') // untouched
   })
 
+  it('refuses a rule (--methods, --paths) with limits: a rule lasts for the sandbox\'s life; nothing runs', async () => {
+    for (const limits of [{once: true}, {forMs: 600_000}, {maxUploadBytes: 1024}]) {
+      await expect(allowDomains({engine}, ws, ['api.example'], {rule: {methods: 'PUT', paths: '/a'}, ...limits})).rejects.toThrow(/--methods and --paths add a rule for the sandbox's life: --.+ cannot limit it/)
+    }
+    expect(exec).not.toHaveBeenCalled()
+  })
+
   it('--save appends new domains, keeps the other fields and the mode, as 2-space JSON, atomically', async () => {
     const result = await allowDomains({engine}, ws, ['pypi.org', 'GitHub.com'], {save: true})
     expect(result.saved).toMatchObject({path: configPath(), added: ['pypi.org'], rules: []})

@@ -86,6 +86,11 @@ describe('durations and sizes', () => {
 describe('planGrant', () => {
   const now = Date.parse('2026-11-29T12:00:00.000Z')
 
+  it('--for longer than a year is refused in one line (a longer grant is the sandbox\'s life)', () => {
+    expect(() => planGrant({forMs: 100_000_000 * 86_400_000}, now)).toThrow(/--for is at most 365 days, not 100000000 days/)
+    expect(planGrant({forMs: 365 * 86_400_000}, now).summary.expiresAt).toBe('2027-11-29T12:00:00.000Z')
+  })
+
   it('without limits: for the sandbox life, nothing for the firewall, no limits for the gateway', () => {
     expect(planGrant({}, now)).toEqual({summary: {kind: 'allow', expiresAt: null, maxUploadBytes: null}, firewallArgs: [], gateway: {}})
   })

@@ -84,8 +84,13 @@ describe('watch: the event model', () => {
     expect(last.selected).toBe(3)
     expect(moveSelection(last, -1).selected).toBe(2)
     expect(moveSelection(base, -5).selected).toBe(0)
-    // The push goes: the selection moves onto what is left.
-    expect(reduce(last, {type: 'pushes', workspace: '/src/sb-one', pushes: []}).selected).toBe(2)
+    // The selected push goes: nothing is selected, and a key acts on nothing, until the user moves.
+    const none = reduce(last, {type: 'pushes', workspace: '/src/sb-one', pushes: []})
+    expect(none.selected).toBe(-1)
+    expect(selectable(none)[none.selected]).toBeUndefined()
+    expect(reduce(none, {type: 'pending', sandbox: 'sb-one', pending: [approval('a.test')]}).selected).toBe(-1)
+    expect(moveSelection(none, 1).selected).toBe(0)
+    expect(moveSelection(none, -1).selected).toBe(0)
     // A sandbox that is gone takes its pending approvals with it.
     const gone = reduce(base, {type: 'sandboxes', sandboxes: [two]})
     expect(gone.pending['sb-one']).toBeUndefined()
@@ -97,10 +102,10 @@ describe('watch: the event model', () => {
     const item = selectable(more)[more.selected]
     expect(item.kind === 'pending' && `${item.sandbox.name} ${item.approval.host}`).toBe('sb-two c.test')
     expect(more.selected).toBe(3)
-    // The selected entry itself goes: the selection stays at its place.
+    // The selected entry itself goes: the push that took its place is not selected.
     const gone = reduce(onC, {type: 'pending', sandbox: 'sb-two', pending: [approval('b.test')]})
-    expect(gone.selected).toBe(2)
     expect(selectable(gone)[2].kind).toBe('push')
+    expect(gone.selected).toBe(-1)
   })
 
   it('keeps the last MAX_REQUESTS requests, newest last', () => {

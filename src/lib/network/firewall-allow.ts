@@ -116,11 +116,17 @@ export function parseMaxUploadFlag(text: string): number {
   return bytes
 }
 
+/** The longest --for: a year (a longer one is the sandbox's life). */
+const MAX_FOR_MS = 365 * 86_400_000
+
 /** The limits checked, and what the firewall and the gateway are told (`now` in ms). Pure. */
 export function planGrant(limits: GrantLimits, now: number): {summary: GrantSummary; firewallArgs: string[]; gateway: Omit<Grant, 'entry' | 'at'>} {
   const bad = (what: string, v: unknown) => new UsageError(`${what} must be a positive whole number, not ${JSON.stringify(v)}`, {hint: `e.g. ${what === 'forMs' ? '--for 10m' : '--max-upload 5m'}`})
   if (limits.forMs !== undefined && !(Number.isSafeInteger(limits.forMs) && limits.forMs > 0)) throw bad('forMs', limits.forMs)
   if (limits.maxUploadBytes !== undefined && !(Number.isSafeInteger(limits.maxUploadBytes) && limits.maxUploadBytes > 0)) throw bad('maxUploadBytes', limits.maxUploadBytes)
+  if (limits.forMs !== undefined && limits.forMs > MAX_FOR_MS) {
+    throw new UsageError(`--for is at most 365 days, not ${Math.round(limits.forMs / 86_400_000)} days`, {hint: "leave --for out for a grant that lasts the sandbox's life"})
+  }
   const life = limits.forMs ?? (limits.once ? ONCE_LIFE_MS : undefined)
   const until = life === undefined ? undefined : now + life
   return {
@@ -182,6 +188,9 @@ export async function allowDomains(
   }
   if ((options.rule?.methods !== undefined || options.rule?.paths !== undefined) && !valid.every(isWebEntry)) {
     throw new UsageError('--methods and --paths apply to web traffic: give host names without a port', {hint: 'allow name:PORT entries in a command of their own'})
+  }
+  if (limited && (options.rule?.methods !== undefined || options.rule?.paths !== undefined)) {
+    throw new UsageError(`--methods and --paths add a rule for the sandbox's life: ${limitFlags(options)} cannot limit it`, {hint: 'drop the limits, or grant the host in a command of its own'})
   }
   const rules = rulesFromFlags(valid, options.rule ?? {})
   const name = Names.container(ws, options.branch)

@@ -13,7 +13,7 @@ import type {Context} from '../context.js'
 import {SandboxError} from '../errors.js'
 import {quoteArg} from '../util/shell-quote.js'
 import {Names, type Workspace} from '../workspace.js'
-import {dnsApprovalLine, grantCommand, NOT_ALLOWLISTED, refusalReason} from './gateway/approval.js'
+import {dnsApprovalLine, grantCommand, grantedPath, NOT_ALLOWLISTED, refusalReason} from './gateway/approval.js'
 import {refusalText} from './gateway/forward.js'
 import type {RequestLogEntry} from './gateway/log.js'
 import {allowlistMatch} from './gateway/policy.js'
@@ -63,7 +63,7 @@ export function derivePending(log: RequestLogEntry[], deniedDns: string[], now: 
       continue
     }
     const line = refusalText(refusalReason(e, kind === 'rule')).trimEnd()
-    byKey.set(key, {kind, host: e.host, ...(kind === 'rule' ? {method: e.method, path: e.path} : {}), count: 1, first: e.time, last: e.time, line, command})
+    byKey.set(key, {kind, host: e.host, ...(kind === 'rule' ? {method: e.method, path: grantedPath(e)} : {}), count: 1, first: e.time, last: e.time, line, command})
   }
   const out = [...byKey.values()].filter((p) => {
     const cleared = now.denied[p.host.toLowerCase()]

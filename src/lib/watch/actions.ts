@@ -5,6 +5,7 @@
  * a kept push's review is the command layer's: it hands the terminal over.
  */
 import type {Context} from '../context.js'
+import {UsageError} from '../errors.js'
 import {allowDomains} from '../network/firewall-allow.js'
 import {denyPending, type PendingApproval} from '../network/pending.js'
 import {workspaceOf} from './gather.js'
@@ -20,10 +21,14 @@ const SCOPE_TEXT: Record<AllowScope, string> = {
 /** Allow a pending approval's host in its sandbox; resolves to what was done, in a line. */
 export async function allowPending(ctx: Context, sandbox: WatchedSandbox, approval: PendingApproval, scope: AllowScope): Promise<string> {
   const {ws, branch} = workspaceOf(sandbox)
-  // A method or path refused by the host's httpRules is granted as a rule for that method and path.
+  const what = approval.kind === 'rule' ? `${approval.method ?? ''} ${approval.host}${approval.path ?? ''}` : approval.host
+  // A method or path refused by the host's httpRules is granted as a rule for that method and the path as
+  // judged (pending.ts: never one that reads as a pattern), and a rule lasts for the sandbox's life.
+  if (approval.kind === 'rule' && (scope === 'once' || scope === 'ten-minutes')) {
+    throw new UsageError(`${what}: a method or path is allowed for the sandbox's life or saved, not ${SCOPE_TEXT[scope]}`, {hint: "press the key for the sandbox's life, or save it"})
+  }
   const rule = approval.kind === 'rule' && approval.method && approval.path ? {rule: {methods: approval.method, paths: approval.path}} : {}
   const result = await allowDomains(ctx, ws, [approval.host], {branch, ...rule, ...allowOptions(scope)})
-  const what = approval.kind === 'rule' ? `${approval.method ?? ''} ${approval.host}${approval.path ?? ''}` : approval.host
   const already = result.added.length === 0 && result.rules.every((r) => r.action !== 'added')
   return `${sandbox.name}: ${already ? `${what} was already allowed` : `allowed ${what} ${SCOPE_TEXT[scope]}`}`
 }

@@ -87,14 +87,17 @@ export const itemKey = (item: Selectable): string =>
 
 /**
  * The selection follows its entry when entries come or go before it (a key
- * acts on what was selected, never on what slid under the cursor); an entry
- * that is gone leaves the selection where it was, within bounds.
+ * acts on what was selected, never on what slid under the cursor). When the
+ * selected entry itself goes, nothing is selected (-1) until the user moves:
+ * a key then never lands on an entry that took its place. A move keeps the
+ * selection within bounds.
  */
 const clampSelection = (state: WatchState, before?: WatchState): WatchState => {
   const items = selectable(state)
   const was = before ? selectable(before)[before.selected] : undefined
-  const found = was ? items.findIndex((item) => itemKey(item) === itemKey(was)) : -1
-  return {...state, selected: found >= 0 ? found : Math.max(0, Math.min(state.selected, items.length - 1))}
+  if (was) return {...state, selected: items.findIndex((item) => itemKey(item) === itemKey(was))}
+  if (before && before.selected < 0) return state
+  return {...state, selected: Math.max(0, Math.min(state.selected, items.length - 1))}
 }
 
 /** The state after one event. Pure. */

@@ -20,16 +20,24 @@ export const NOT_ALLOWLISTED = 'not allowlisted'
 
 const isRuleRefusal = (rule: string) => /^(method \S+|path \S+) not in /.test(rule)
 
-/** The command that grants a refused request, or undefined for a refusal no grant lifts (fronting, a bad head, a secret). */
+/**
+ * The path a grant of a method or path refusal admits: the path as judged (normalised: no ../ or %2e%2e).
+ * None when it holds a character --paths reads as a pattern or a separator (`*`, `?`, `,`): a grant of it
+ * would admit more than the refused request, so such a refusal waits for no approval.
+ */
+export function grantedPath(r: Refused): string | undefined {
+  if (!isRuleRefusal(r.rule) || !r.method || !r.path) return undefined
+  const path = /^path (\S+) not in /.exec(r.rule)?.[1] ?? r.path
+  return /[*?,]/.test(path) ? undefined : path
+}
+
+/** The command that grants a refused request, or undefined for a refusal no grant lifts (fronting, a bad head, a secret, a path that reads as a pattern). */
 export function grantCommand(r: Refused): string | undefined {
   if (r.status !== 403 || !r.host) return undefined
   if (r.rule === NOT_ALLOWLISTED) return `agent-sandbox firewall allow ${quoteArg(r.host)}`
-  if (isRuleRefusal(r.rule) && r.method && r.path) {
-    // A path refusal names the path as judged (normalised: no ../ or %2e%2e): the grant is for that one.
-    const path = /^path (\S+) not in /.exec(r.rule)?.[1] ?? r.path
-    return `agent-sandbox firewall allow ${quoteArg(r.host)} --methods ${quoteArg(r.method.toUpperCase())} --paths ${quoteArg(path)}`
-  }
-  return undefined
+  const path = grantedPath(r)
+  if (path === undefined) return undefined
+  return `agent-sandbox firewall allow ${quoteArg(r.host)} --methods ${quoteArg(r.method.toUpperCase())} --paths ${quoteArg(path)}`
 }
 
 /** The one line of a pending approval: what was refused and why, and the command that grants it. */
