@@ -213,6 +213,31 @@ describe('the egress gateway of a firewalled sandbox', () => {
     expect((await cli(['firewall', 'status', ws])).stdout).toContain('Recent requests through the egress gateway')
   })
 
+  it("a hostile TLS name (escape sequences) reaches the user's terminal inert: firewall log prints escapes, never the controls", async () => {
+    const hostile = 'x\u001b]0;pwned\u0007\u001b[2J.example'
+    // A ClientHello written by hand (TLS libraries refuse to send such a name; an agent's own bytes need not),
+    // to an allowlisted name's address: the gateway judges the name the hello carries.
+    const hello = `const name = Buffer.from(process.argv[2], 'latin1');
+const u16 = (n) => Buffer.from([n >> 8, n & 255]);
+const sni = Buffer.concat([u16(0), u16(name.length + 5), u16(name.length + 3), Buffer.from([0]), u16(name.length), name]);
+const body = Buffer.concat([Buffer.from([3, 3]), Buffer.alloc(32, 7), Buffer.from([0]), u16(2), Buffer.from([0x13, 0x01, 1, 0]), u16(sni.length), sni]);
+const handshake = Buffer.concat([Buffer.from([1, 0]), u16(body.length), body]);
+const record = Buffer.concat([Buffer.from([22, 3, 1]), u16(handshake.length), handshake]);
+const s = require('net').connect(443, process.argv[1], () => s.write(record));
+s.on('error', (e) => console.log(e.message)); s.on('data', () => {}); s.on('close', () => process.exit(0)); setTimeout(() => process.exit(0), 5000)`
+    const sent = await sbx(ws, 'node', '-e', hello, allowed, hostile)
+    expect(sent.stdout).toBe('') // connected, and closed by the gateway
+    const text = await cli(['firewall', 'log', ws, '--lines', '50'])
+    expect(text.exitCode, text.stderr).toBe(0)
+    expect(text.stdout).toContain('\\u001b]0;pwned\\u0007\\u001b[2J')
+    // eslint-disable-next-line no-control-regex
+    expect(text.stdout).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/)
+    const json = await cli(['firewall', 'log', ws, '--lines', '50', '--json'])
+    // eslint-disable-next-line no-control-regex
+    expect(json.stdout).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/)
+    expect(json.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l).host)).toContain(hostile)
+  })
+
   it('firewall log --follow shows new requests as they come, and Ctrl-C ends it with 130, nothing on stderr and no follower left in the gateway', async () => {
     const sandbox = JSON.parse((await cli(['start', ws, '--json'])).stdout).name as string
     // The gateway's processes by name (/proc: no ps in a distroless view of it is needed).
