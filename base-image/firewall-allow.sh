@@ -17,13 +17,16 @@
 # Grants: each entry this adds is recorded in /run/agent-sandbox/grants as
 # `ENTRY UNTIL [limited]` (UNTIL: epoch seconds it expires at, 0 for the
 # sandbox's life, --until EPOCH sets it; `limited`, from --limited: the egress
-# gateway counts the grant, once or against an upload budget). For a grant that expires, a detached process
-# (`firewall-allow --expire ENTRY UNTIL`, in its own session) sleeps until then,
-# once, and removes the entry if its grant is still that one: from the
-# allowlist and dnsmasq (its names are refused again), and its addresses from
-# the ipsets of its port (a `name:PORT` entry's). A bare name's addresses stay
+# gateway counts the grant, once or against an upload budget). For a grant that
+# expires, a detached process (`firewall-allow --expire ENTRY UNTIL`, in its own
+# session) sleeps until then by the wall clock (waking once a minute), and
+# removes the entry if its grant is still that one: first every address from
+# the ipsets of its port (a `name:PORT` entry's; flush_port_sets says why all of
+# them), then the entry from the allowlist and dnsmasq (its names are refused
+# again), then its grant line; a step that fails is logged and the whole
+# removal tried again (3 tries, a second apart). A bare name's addresses stay
 # in the web sets: the egress gateway refuses its requests itself, saying the
-# grant expired. Every change is logged in firewall.log.
+# grant expired. Every change and every failure is logged in firewall.log.
 # Same environment overrides as init-firewall.sh (AGENT_SANDBOX_STATE_DIR,
 # AGENT_SANDBOX_LIB_DIR).
 set -euo pipefail
@@ -72,34 +75,22 @@ when() {
   if [ "$1" = 0 ]; then printf 'for the sandbox'"'"'s life'; else TZ=UTC printf 'until %(%Y-%m-%dT%H:%M:%SZ)T' "$1"; fi
 }
 
-# forget_port_addresses ENTRY: the addresses dnsmasq answered for ENTRY's names leave the
-# ipsets of its port, but those it answered for a name another entry of that port covers.
-forget_port_addresses() {
-  local set s4 s6 other
-  local -a bases=()
+# flush_port_sets ENTRY: empty the ipsets of a `name:PORT` entry's port (nothing for a bare name).
+# Every address goes, also those of the port's other entries: which addresses ENTRY's names
+# reached cannot be told reliably from dnsmasq's log. dnsmasq adds the answer to a name
+# reached through a CNAME under the query's sets but logs the address under the CNAME's
+# target, a name no entry need cover; lines of concurrent lookups interleave; and the log
+# may be cut. Flushing removes them all for sure, and costs little: dnsmasq keeps no cache
+# and forwards every lookup, so the port's still-allowed names are back in the sets at
+# their next lookup, and conntrack keeps their established connections. A client that
+# keeps an address without looking its name up again is refused until it does.
+flush_port_sets() {
+  local s4 s6
   fw_parse_entry "$1" || return 0
   [ -n "$FW_E_PORT" ] || return 0
-  local base="$FW_E_BASE" proto="$FW_E_PROTO" port="$FW_E_PORT"
-  fw_port_set s4 "$proto" "$port" 4
-  fw_port_set s6 "$proto" "$port" 6
-  for other in "${FW_DOMAINS[@]}"; do
-    fw_parse_entry "$other" || continue
-    [ "$FW_E_PORT" = "$port" ] && [ "$FW_E_PROTO" = "$proto" ] && bases+=("$FW_E_BASE")
-  done
-  [ -r "$FW_STATE/dnsmasq.log" ] || return 0
-  awk -v gone="$base" -v keep="${bases[*]}" '
-    function covered(name, b) { return name == b || substr(name, length(name) - length(b)) == "." b }
-    $0 ~ /: reply / && $(NF - 1) == "is" && $NF ~ /^[0-9a-fA-F:.]+$/ {
-      name = tolower($(NF - 2)); addr = $NF
-      if (covered(name, gone)) drop[addr] = 1
-      n = split(keep, k, " ")
-      for (i = 1; i <= n; i++) if (covered(name, k[i])) kept[addr] = 1
-    }
-    END { for (a in drop) if (!(a in kept)) print a }
-  ' "$FW_STATE/dnsmasq.log" | while IFS= read -r addr; do
-    if [[ "$addr" == *:* ]]; then set="$s6"; else set="$s4"; fi
-    ipset del "$set" "$addr" 2> /dev/null || true
-  done
+  fw_port_set s4 "$FW_E_PROTO" "$FW_E_PORT" 4
+  fw_port_set s6 "$FW_E_PROTO" "$FW_E_PORT" 6
+  ipset flush "$s4" && ipset flush "$s6"
 }
 
 # close_inherited: close every descriptor past stderr this process inherited (a caller that waits
@@ -112,34 +103,87 @@ close_inherited() {
   done
 }
 
-# expire ENTRY UNTIL: sleep until UNTIL (one wake-up), then remove ENTRY unless its grant changed meanwhile.
-expire() {
-  local entry="$1" until="$2" now e
+# wall_clock VAR: the wall clock's epoch seconds (date(1): the tests move it; the builtin if it cannot fork).
+wall_clock() {
+  local t
+  t="$(date +%s 2> /dev/null)" || t=""
+  if [[ "$t" =~ ^[0-9]+$ ]]; then printf -v "$1" '%s' "$t"; else printf -v "$1" '%(%s)T' -1; fi
+}
+
+# sleep_until UNTIL: wake at least once a minute and compare with the wall clock. sleep(1)
+# does not count time while the machine is suspended (a laptop's lid closed, a paused VM):
+# one long sleep would make the grant last that much longer. Where sleep cannot fork (the
+# pids limit full), `read -t` on a pipe this process holds both ends of waits instead of
+# spinning: nothing is ever written to it.
+sleep_until() {
+  local now n idle=""
+  { exec {idle}<> <(:); } 2> /dev/null || idle=""
+  wall_clock now
+  while ((now < $1)); do
+    n=$((($1 - now) < 60 ? $1 - now : 60))
+    sleep "$n" 2> /dev/null || { [ -n "$idle" ] && read -r -t "$n" -u "$idle" _; } || true
+    wall_clock now
+  done
+  [ -z "$idle" ] || exec {idle}<&-
+}
+
+# expire_once ENTRY UNTIL: remove ENTRY unless its grant changed meanwhile. Run in a subshell
+# (its abort ends that try only). The port's addresses go first, so that a later step that
+# fails (dnsmasq or a fork refused: an agent can flood the one or fill the pids limit) does
+# not leave them open; the grant's line goes last, so that the next try finds it.
+expire_once() {
+  local entry="$1" until="$2" e why=""
   local -a kept=()
-  close_inherited
-  printf -v now '%(%s)T' -1
-  if ((until > now)); then sleep "$((until - now))"; fi
+  abort() {
+    fw_log "firewall-allow: warning: removing the expired grant of $entry: $*"
+    exit 1
+  }
   lock
   read_grants
-  [ -n "${GRANT[$entry]:-}" ] && [ "${GRANT[$entry]%% *}" = "$until" ] || exit 0
+  [ -n "${GRANT[$entry]:-}" ] && [ "${GRANT[$entry]%% *}" = "$until" ] || return 0
   unset 'GRANT[$entry]'
+  flush_port_sets "$entry" || abort "cannot empty the ipsets of its port"
   fw_read_allowlist
   fw_read_upstreams
   for e in "${FW_DOMAINS[@]}"; do [ "$e" = "$entry" ] || kept+=("$e"); done
   FW_DOMAINS=("${kept[@]}")
-  FW_TMP="$(mktemp -d)"
+  FW_TMP="$(mktemp -d)" || abort "cannot make a temporary directory"
   trap 'rm -rf "$FW_TMP"' EXIT
-  fw_write_allowlist
-  write_grants
+  fw_write_allowlist || abort "cannot write $FW_STATE/allowlist"
   fw_start_dnsmasq
-  fw_selftest_dns
-  forget_port_addresses "$entry"
+  # Again: the dnsmasq stopped above may have answered a lookup of ENTRY's names since the first flush.
+  flush_port_sets "$entry" || abort "cannot empty the ipsets of its port after restarting dnsmasq"
+  # Not fatal here: the entry is out of the allowlist and dnsmasq.conf, and its addresses out of the sets.
+  fw_check_dns why || fw_log "firewall-allow: warning: DNS self-test failed after the expiry of $entry: $why"
+  write_grants
   fw_log "firewall-allow: the grant of $entry expired ($(when "$until")): its names are refused again"
+}
+
+# expire ENTRY UNTIL: sleep until UNTIL, then expire_once, up to EXPIRE_TRIES tries a second apart.
+EXPIRE_TRIES=3
+expire() {
+  local entry="$1" until="$2" try rc
+  close_inherited
+  sleep_until "$until"
+  for ((try = 1; try <= EXPIRE_TRIES; try++)); do
+    set +e
+    (
+      set -e
+      expire_once "$entry" "$until"
+    )
+    rc=$?
+    set -e
+    ((rc != 0)) || return 0
+    fw_log "firewall-allow: warning: try $try of $EXPIRE_TRIES to remove the expired grant of $entry failed (status $rc)"
+    ((try == EXPIRE_TRIES)) || sleep 1 || true
+  done
+  fw_log "firewall-allow: error: the expired grant of $entry is not removed (its line stays in $GRANTS; $FW_PROG --expire $entry $until as root tries again)"
+  return 1
 }
 
 if [ "${1:-}" = --expire ]; then
   if [ "$#" != 3 ] || [[ ! "$3" =~ ^[0-9]+$ ]]; then abort "usage: ${0##*/} --expire ENTRY UNTIL"; fi
-  expire "$2" "$3"
+  expire "$2" "$3" || exit 1
   exit 0
 fi
 

@@ -379,16 +379,22 @@ fw_start_dnsmasq() {
   chmod 0644 "$FW_STATE/dnsmasq.pid" "$FW_STATE/dnsmasq.log" 2>/dev/null || true
 }
 
-# fw_selftest_dns: dnsmasq must answer a name outside the allowlist with NXDOMAIN
-# (answered locally from address=/#/, never forwarded).
+# fw_check_dns VAR: dnsmasq must answer a name outside the allowlist with NXDOMAIN
+# (answered locally from address=/#/, never forwarded). Returns 1 and sets VAR to
+# the reason if it does not.
+fw_check_dns() {
+  local fw_out fw_why
+  fw_out="$(dig @127.0.0.1 +time=1 +tries=1 "$FW_SELFTEST_NAME" 2>&1)" || true
+  [[ "$fw_out" != *'status: NXDOMAIN'* ]] || return 0
+  fw_why="$(grep -E 'status:|timed out|refused|error' <<< "$fw_out" | head -n 1 | sed 's/^[;[:space:]]*//')" || true
+  printf -v "$1" 'dnsmasq did not answer %s with NXDOMAIN (%s)' "$FW_SELFTEST_NAME" "${fw_why:-no answer}"
+  return 1
+}
+
+# fw_selftest_dns: fw_check_dns, aborting if it fails.
 fw_selftest_dns() {
-  local out
-  out="$(dig @127.0.0.1 +time=1 +tries=1 "$FW_SELFTEST_NAME" 2>&1)" || true
-  if [[ "$out" != *'status: NXDOMAIN'* ]]; then
-    local why
-    why="$(grep -E 'status:|timed out|refused|error' <<< "$out" | head -n 1 | sed 's/^[;[:space:]]*//')"
-    abort "DNS self-test failed: dnsmasq did not answer $FW_SELFTEST_NAME with NXDOMAIN (${why:-no answer})"
-  fi
+  local why=""
+  fw_check_dns why || abort "DNS self-test failed: $why"
 }
 
 # shellcheck source=base-image/firewall-entries.sh

@@ -18,7 +18,8 @@ setup() {
   unset AGENT_SANDBOX_ALLOW_DOMAINS AGENT_SANDBOX_INBOUND_PORTS
   printf 'nameserver 127.0.0.11\n' > "$AGENT_SANDBOX_RESOLV_CONF"
   stub id 'if [ "$*" = "-u dnsmasq" ]; then echo 999; else exec /usr/bin/id "$@"; fi'
-  stub ipset
+  # Reads what `ipset restore` is given: a stub that exits first breaks the writer's pipe (pipefail).
+  stub ipset 'case " $* " in *" restore "*) cat > /dev/null ;; esac'
   stub dnsmasq
   stub iptables-restore 'cat > /dev/null'
   stub ip6tables-restore 'cat > /dev/null'
@@ -289,29 +290,123 @@ setsid -f $SCRIPT --expire db.example:5432 4000000000"
   [ ! -s "$STUB_LOG" ]
 }
 
-@test "--expire of a name:PORT entry: the addresses dnsmasq gave its names leave the port's sets, but another entry's of that port" {
+# port_sets_env: ipsets kept as files ($TEST_TMP/set.NAME: `add` appends, `flush` empties), and two
+# name:PORT grants on TCP 5432 that expire at 1000.
+port_sets_env() {
   stub setsid
   stub iptables 'case "$1" in -C) exit 0 ;; -S) echo "-P OUTPUT DROP" ;; esac'
+  stub ipset 'case "$1" in add) echo "$3" >> "$TEST_TMP/set.$2" ;; flush) : > "$TEST_TMP/set.$2" ;; *) cat > /dev/null ;; esac'
   run "$SCRIPT" --until 1000 db.example:5432 cache.example:5432
   assert_success
+  # db.example is a CNAME: dnsmasq adds the target's address under the query's sets, and logs
+  # it under the target's name, which no entry covers.
   cat > "$AGENT_SANDBOX_STATE_DIR/dnsmasq.log" <<'LOG'
 Nov 29 13:00:00 dnsmasq[12]: query[A] db.example from 127.0.0.1
-Nov 29 13:00:00 dnsmasq[12]: reply db.example is 10.0.0.5
-Nov 29 13:00:01 dnsmasq[12]: reply eu.db.example is 10.0.0.6
+Nov 29 13:00:00 dnsmasq[12]: forwarded db.example to 127.0.0.11
+Nov 29 13:00:00 dnsmasq[12]: reply db.example is <CNAME>
+Nov 29 13:00:00 dnsmasq[12]: reply db.cdn.example is 10.0.0.8
 Nov 29 13:00:01 dnsmasq[12]: reply db.example is fd00::5
 Nov 29 13:00:02 dnsmasq[12]: reply cache.example is 10.0.0.7
-Nov 29 13:00:02 dnsmasq[12]: reply cache.example is 10.0.0.6
-Nov 29 13:00:03 dnsmasq[12]: reply notdb.example is 10.0.0.9
 LOG
+  printf '10.0.0.8\n10.0.0.7\n' > "$TEST_TMP/set.agent-sandbox-tcp5432-4"
+  printf 'fd00::5\n' > "$TEST_TMP/set.agent-sandbox-tcp5432-6"
+  printf '10.0.0.1\n' > "$TEST_TMP/set.agent-sandbox-allow4"
   : > "$STUB_LOG"
+}
+
+@test "--expire of a name:PORT entry: its port's sets are emptied (a CNAME's address too) before and after dnsmasq restarts" {
+  port_sets_env
   run "$SCRIPT" --expire db.example:5432 1000
   assert_success
-  run grep '^ipset del' "$STUB_LOG"
-  assert_output $'ipset del agent-sandbox-tcp5432-4 10.0.0.5\nipset del agent-sandbox-tcp5432-6 fd00::5' || \
-    assert_output $'ipset del agent-sandbox-tcp5432-6 fd00::5\nipset del agent-sandbox-tcp5432-4 10.0.0.5'
+  [ ! -s "$TEST_TMP/set.agent-sandbox-tcp5432-4" ]
+  [ ! -s "$TEST_TMP/set.agent-sandbox-tcp5432-6" ]
+  # The web sets are not the port's: left alone.
+  [ "$(cat "$TEST_TMP/set.agent-sandbox-allow4")" = 10.0.0.1 ]
+  # First the sets, then dnsmasq, then the sets again (the old dnsmasq may have answered in between).
+  run grep -E '^(ipset|dnsmasq)' "$STUB_LOG"
+  assert_output "ipset flush agent-sandbox-tcp5432-4
+ipset flush agent-sandbox-tcp5432-6
+dnsmasq --conf-file=$AGENT_SANDBOX_STATE_DIR/dnsmasq.conf --pid-file=$AGENT_SANDBOX_STATE_DIR/dnsmasq.pid
+ipset flush agent-sandbox-tcp5432-4
+ipset flush agent-sandbox-tcp5432-6"
   run cat "$AGENT_SANDBOX_STATE_DIR/allowlist"
   refute_line 'db.example:5432'
   assert_line 'cache.example:5432'
+  # The port's other entry still feeds the sets: its addresses come back at its next lookup.
+  grep -qx 'ipset=/cache.example/agent-sandbox-tcp5432-4,agent-sandbox-tcp5432-6' "$AGENT_SANDBOX_STATE_DIR/dnsmasq.conf"
+  run grep -c 'db.example' "$AGENT_SANDBOX_STATE_DIR/dnsmasq.conf"
+  assert_output 0
+  [ "$(cat "$AGENT_SANDBOX_STATE_DIR/grants")" = 'cache.example:5432 1000' ]
+}
+
+@test "--expire with a failing DNS self-test: the entry and its addresses go all the same, and the log says so" {
+  port_sets_env
+  stub dig 'echo ";; communications error to 127.0.0.1#53: timed out"; exit 9'
+  run "$SCRIPT" --expire db.example:5432 1000
+  assert_success
+  [ ! -s "$TEST_TMP/set.agent-sandbox-tcp5432-4" ]
+  [ ! -s "$TEST_TMP/set.agent-sandbox-tcp5432-6" ]
+  run grep -c 'db.example' "$AGENT_SANDBOX_STATE_DIR/allowlist" "$AGENT_SANDBOX_STATE_DIR/grants"
+  assert_output "$AGENT_SANDBOX_STATE_DIR/allowlist:0
+$AGENT_SANDBOX_STATE_DIR/grants:0"
+  grep -q 'firewall-allow: warning: DNS self-test failed after the expiry of db.example:5432: dnsmasq did not answer agent-sandbox-selftest.invalid with NXDOMAIN (communications error to 127.0.0.1#53: timed out)' "$AGENT_SANDBOX_STATE_DIR/firewall.log"
+  grep -q 'firewall-allow: the grant of db.example:5432 expired' "$AGENT_SANDBOX_STATE_DIR/firewall.log"
+}
+
+@test "--expire: a step that fails is logged and the whole removal tried again" {
+  port_sets_env
+  stub sleep
+  # dnsmasq cannot start the first time (a flooded or forkless sandbox), then can.
+  stub dnsmasq 'if [ ! -e "$TEST_TMP/dnsmasq-failed" ]; then : > "$TEST_TMP/dnsmasq-failed"; echo "dnsmasq: cannot fork" >&2; exit 5; fi'
+  run "$SCRIPT" --expire db.example:5432 1000
+  assert_success
+  run grep -c '^dnsmasq' "$STUB_LOG"
+  assert_output 2
+  grep -qx 'sleep 1' "$STUB_LOG"
+  local log="$AGENT_SANDBOX_STATE_DIR/firewall.log"
+  grep -q 'firewall-allow: warning: removing the expired grant of db.example:5432: dnsmasq failed to start: dnsmasq: cannot fork' "$log"
+  grep -q 'firewall-allow: warning: try 1 of 3 to remove the expired grant of db.example:5432 failed (status 1)' "$log"
+  grep -q 'firewall-allow: the grant of db.example:5432 expired' "$log"
+  run grep -c 'db.example' "$AGENT_SANDBOX_STATE_DIR/allowlist" "$AGENT_SANDBOX_STATE_DIR/grants"
+  assert_output "$AGENT_SANDBOX_STATE_DIR/allowlist:0
+$AGENT_SANDBOX_STATE_DIR/grants:0"
+}
+
+@test "--expire that fails every try: the addresses are out all the same, the grant line stays, and the log says so" {
+  port_sets_env
+  stub sleep
+  stub dnsmasq 'echo "dnsmasq: cannot fork" >&2; exit 5'
+  run "$SCRIPT" --expire db.example:5432 1000
+  assert_failure
+  [ ! -s "$TEST_TMP/set.agent-sandbox-tcp5432-4" ]
+  [ ! -s "$TEST_TMP/set.agent-sandbox-tcp5432-6" ]
+  run grep -c '^dnsmasq' "$STUB_LOG"
+  assert_output 3
+  run grep -c 'firewall-allow: warning: try [123] of 3 to remove the expired grant of db.example:5432 failed' "$AGENT_SANDBOX_STATE_DIR/firewall.log"
+  assert_output 3
+  grep -q "firewall-allow: error: the expired grant of db.example:5432 is not removed (its line stays in $AGENT_SANDBOX_STATE_DIR/grants; firewall-allow --expire db.example:5432 1000 as root tries again)" "$AGENT_SANDBOX_STATE_DIR/firewall.log"
+  grep -qx 'db.example:5432 1000' "$AGENT_SANDBOX_STATE_DIR/grants"
+  run grep -c 'expired (until' "$AGENT_SANDBOX_STATE_DIR/firewall.log"
+  assert_output 0
+}
+
+@test "the expirer wakes at least once a minute and counts by the wall clock (time passed while suspended counts)" {
+  stub setsid
+  run "$SCRIPT" --until 1300 clock.example
+  assert_success
+  echo 1000 > "$TEST_TMP/clock"
+  stub date 'if [ "$1" = +%s ]; then cat "$TEST_TMP/clock"; else exec /usr/bin/date "$@"; fi'
+  # Each sleep moves the clock by its length; the first one also by 100 s the machine spent suspended.
+  stub sleep 'read -r t < "$TEST_TMP/clock"; if [ ! -e "$TEST_TMP/suspended" ]; then : > "$TEST_TMP/suspended"; t=$((t + 100)); fi; echo $((t + $1)) > "$TEST_TMP/clock"'
+  : > "$STUB_LOG"
+  run "$SCRIPT" --expire clock.example 1300
+  assert_success
+  run grep '^sleep' "$STUB_LOG"
+  assert_output $'sleep 60\nsleep 60\nsleep 60\nsleep 20'
+  [ "$(cat "$TEST_TMP/clock")" = 1300 ]
+  run grep -c 'clock.example' "$AGENT_SANDBOX_STATE_DIR/allowlist"
+  assert_output 0
+  grep -q 'firewall-allow: the grant of clock.example expired' "$AGENT_SANDBOX_STATE_DIR/firewall.log"
 }
 
 @test "the detached expirer sleeps until the grant expires, then removes the entry" {
@@ -321,13 +416,14 @@ LOG
   assert_success
   grep -qx 'brief.example' "$AGENT_SANDBOX_STATE_DIR/allowlist"
   # Polled with a generous deadline: the expiry is the process's to keep, not this test's to time.
+  # Its log line is its last step.
   local i
   for ((i = 0; i < 300; i++)); do
-    grep -qx 'brief.example' "$AGENT_SANDBOX_STATE_DIR/allowlist" || break
+    ! grep -q 'firewall-allow: the grant of brief.example expired' "$AGENT_SANDBOX_STATE_DIR/firewall.log" || break
     sleep 0.1
   done
+  grep -q 'firewall-allow: the grant of brief.example expired' "$AGENT_SANDBOX_STATE_DIR/firewall.log"
   run grep -c 'brief.example' "$AGENT_SANDBOX_STATE_DIR/allowlist"
   assert_output 0
-  grep -q 'firewall-allow: the grant of brief.example expired' "$AGENT_SANDBOX_STATE_DIR/firewall.log"
   [ "$(cat "$AGENT_SANDBOX_STATE_DIR/grants")" = '' ]
 }
