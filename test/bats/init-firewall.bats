@@ -663,7 +663,10 @@ server=/github.com/10.255.255.53'
   for _ in $(seq 1 50); do grep -qx 'tcpdump -i nflog:42 -n -l -q -U -Z root' "$STUB_LOG" && break; sleep 0.1; done
   grep -qx 'tcpdump -i nflog:42 -n -l -q -U -Z root' "$STUB_LOG"
   [ -f "$AGENT_SANDBOX_STATE_DIR/denied.log" ]
-  stub tcpdump 'echo "tcpdump: nflog:42: no such device" >&2; exit 1'
+  stub tcpdump 'echo "tcpdump: nflog:42: no such device" >&2; touch "$TEST_TMP/tcpdump-exited"; exit 1'
+  # The check comes after the DNS self-test: that test waits here until tcpdump has gone (on a loaded
+  # machine its stub may not have run yet), and a moment more for the script to reap it.
+  stub dig 'for _ in $(seq 1 100); do [ -e "$TEST_TMP/tcpdump-exited" ] && break; sleep 0.05; done; sleep 0.2; echo ";; ->>HEADER<<- opcode: QUERY, status: NXDOMAIN, id: 4242"'
   run "$SCRIPT"
   assert_success
   assert_output --partial "init-firewall: warning: tcpdump exited; denied connections will not be logged"
