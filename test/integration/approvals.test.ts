@@ -6,13 +6,9 @@
  * `firewall status`; `firewall deny` clears an entry.
  */
 import {randomBytes} from 'node:crypto'
-import {execFileSync} from 'node:child_process'
-import {mkdtempSync, readFileSync, writeFileSync} from 'node:fs'
-import {tmpdir} from 'node:os'
-import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
-import {cli, initWorkspace, makeWorkspace, type Result, sbx, trustWorkspace} from './helpers.js'
-import {createTestNetwork, must, removeTestSites, startTestSite} from './test-sites.js'
+import {cli, type Result, sbx} from './helpers.js'
+import {createTestNetwork, must, removeTestSites, siteCertificate, startedWorkspace, startTestSite} from './test-sites.js'
 
 const RUN = `${(process.env.AGENT_SANDBOX_IT_ID ?? 'main').toLowerCase().replace(/[^a-z0-9]+/g, '-')}-${randomBytes(3).toString('hex')}`
 const LABEL = `dev.agent-sandbox.apprit=${RUN}`
@@ -50,18 +46,12 @@ describe('blocked requests become approvals', () => {
     const net = await createTestNetwork(name('net'), LABEL, 190)
     network = net.name
     ip = `${net.prefix}.200`
-    certDir = mkdtempSync(join(tmpdir(), 'apprit-cert-'))
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=apprit', '-addext', `subjectAltName=DNS:${allowed},DNS:${asked},DNS:${other}`,
-      '-keyout', join(certDir, 'key.pem'), '-out', join(certDir, 'cert.pem')], {stdio: 'ignore'})
-    const [cert, key] = ['cert.pem', 'key.pem'].map((f) => readFileSync(join(certDir, f), 'utf8'))
+    const site = siteCertificate('apprit', [allowed, asked, other])
+    certDir = site.dir
+    const {cert, key} = site
     await startTestSite({container: allowed, label: LABEL, network, role: 'site', ip, cert, key, program: SITE})
     await startTestSite({container: asked, label: LABEL, network, role: 'asked', ip: `${net.prefix}.201`, cert, key, program: SITE})
-    ws = await makeWorkspace('appr')
-    workspaces.push(ws)
-    await initWorkspace(ws)
-    writeFileSync(join(ws, '.agent-sandbox', 'config.json'), `${JSON.stringify({dockerNetwork: network, allowDomains: [allowed], env: {AGENT_SANDBOX_GITHUB_META: '0'}}, null, 2)}\n`)
-    await trustWorkspace(ws)
-    must(await cli(['start', ws, '--json']), 'start')
+    ws = (await startedWorkspace('appr', workspaces, {dockerNetwork: network, allowDomains: [allowed]})).ws
   })
 
   it("puts the agent's refused request in firewall pending with the one line of its 403; allowing it makes the retry succeed", async () => {

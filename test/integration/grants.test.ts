@@ -6,13 +6,9 @@
  * out, and every allowed request's log entry names the grant that let it out.
  */
 import {randomBytes} from 'node:crypto'
-import {execFileSync} from 'node:child_process'
-import {mkdtempSync, readFileSync, writeFileSync} from 'node:fs'
-import {tmpdir} from 'node:os'
-import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
-import {cli, initWorkspace, makeWorkspace, type Result, sbx, trustWorkspace} from './helpers.js'
-import {createTestNetwork, must, removeTestSites, startTestSite} from './test-sites.js'
+import {cli, type Result, sbx} from './helpers.js'
+import {createTestNetwork, must, removeTestSites, siteCertificate, startedWorkspace, startTestSite} from './test-sites.js'
 
 const RUN = `${(process.env.AGENT_SANDBOX_IT_ID ?? 'main').toLowerCase().replace(/[^a-z0-9]+/g, '-')}-${randomBytes(3).toString('hex')}`
 const LABEL = `dev.agent-sandbox.grantit=${RUN}`
@@ -79,21 +75,15 @@ describe('grants with limits', () => {
   beforeAll(async () => {
     const net = await createTestNetwork(name('net'), LABEL, 150)
     network = net.name
-    certDir = mkdtempSync(join(tmpdir(), 'grantit-cert-'))
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=grantit', '-addext', `subjectAltName=DNS:${config},DNS:${timed},DNS:${budget},DNS:${once}`,
-      '-keyout', join(certDir, 'key.pem'), '-out', join(certDir, 'cert.pem')], {stdio: 'ignore'})
-    const [cert, key] = ['cert.pem', 'key.pem'].map((f) => readFileSync(join(certDir, f), 'utf8'))
+    const site = siteCertificate('grantit', [config, timed, budget, once])
+    certDir = site.dir
+    const {cert, key} = site
     const sites = [config, timed, budget, once]
     for (const [i, site] of sites.entries()) {
       ips[site] = `${net.prefix}.${200 + i}`
       await startTestSite({container: site, label: LABEL, network, role: site.split('-')[1], ip: ips[site], cert, key, program: SITE})
     }
-    ws = await makeWorkspace('grants')
-    workspaces.push(ws)
-    await initWorkspace(ws)
-    writeFileSync(join(ws, '.agent-sandbox', 'config.json'), `${JSON.stringify({dockerNetwork: network, allowDomains: [config], env: {AGENT_SANDBOX_GITHUB_META: '0'}}, null, 2)}\n`)
-    await trustWorkspace(ws)
-    must(await cli(['start', ws, '--json']), 'start')
+    ws = (await startedWorkspace('grants', workspaces, {dockerNetwork: network, allowDomains: [config]})).ws
   })
 
   it('refuses a bad --for or --max-upload with a one-line usage error, changing nothing', async () => {

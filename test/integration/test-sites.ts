@@ -2,9 +2,11 @@
  * Test sites for the gateway tests: a network of their own (never any other
  * address) and node servers on it, all labelled for cleanup.
  */
-import {rmSync} from 'node:fs'
-import {dirname} from 'node:path'
-import {BASE_IMAGE, cleanupUnder, docker, removeWorkspace, type Result} from './helpers.js'
+import {execFileSync} from 'node:child_process'
+import {mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {dirname, join} from 'node:path'
+import {BASE_IMAGE, cleanupUnder, cli, docker, initWorkspace, makeWorkspace, removeWorkspace, trustWorkspace, type Result} from './helpers.js'
 
 export function must(r: Result, what: string): Result {
   if (r.exitCode !== 0) throw new Error(`${what} failed (${r.exitCode}): ${r.stderr || r.stdout}`)
@@ -21,6 +23,29 @@ export async function createTestNetwork(name: string, label: string, from: numbe
     if (!/overlap|in use/i.test(r.stderr)) throw new Error(`docker network create failed: ${r.stderr}`)
   }
   throw new Error('no free 10.x.y.0/24 for a test network')
+}
+
+/** One self-signed certificate for the sites `names`, in a directory of its own (removeTestSites removes it). */
+export function siteCertificate(prefix: string, names: string[]): {dir: string; cert: string; key: string} {
+  const dir = mkdtempSync(join(tmpdir(), `${prefix}-cert-`))
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', `/CN=${prefix}`, '-addext', `subjectAltName=${names.map((n) => `DNS:${n}`).join(',')}`,
+    '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')], {stdio: 'ignore'})
+  const [cert, key] = ['cert.pem', 'key.pem'].map((f) => readFileSync(join(dir, f), 'utf8'))
+  return {dir, cert, key}
+}
+
+/**
+ * A workspace owned by the test user, with `config` (plus no GitHub meta fetch) trusted, and its sandbox
+ * started: its path (pushed to `workspaces`, for removeTestSites) and the sandbox's name.
+ */
+export async function startedWorkspace(role: string, workspaces: string[], config: Record<string, unknown>): Promise<{ws: string; container: string}> {
+  const ws = await makeWorkspace(role)
+  workspaces.push(ws)
+  await initWorkspace(ws)
+  writeFileSync(join(ws, '.agent-sandbox', 'config.json'), `${JSON.stringify({...config, env: {AGENT_SANDBOX_GITHUB_META: '0'}}, null, 2)}\n`)
+  await trustWorkspace(ws)
+  const container = JSON.parse(must(await cli(['start', ws, '--json']), 'start').stdout).name as string
+  return {ws, container}
 }
 
 /** Run `program` (node -e) as site `role` in `container` at `ip`, with NAME, CERT and KEY in its environment; wait until it listens on 443. */

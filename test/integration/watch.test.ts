@@ -13,8 +13,8 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {execa} from 'execa'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
-import {BIN, cli, initWorkspace, makeWorkspace, sbx, TEST_STATE_HOME, trustWorkspace} from './helpers.js'
-import {createTestNetwork, must, removeTestSites, startTestSite} from './test-sites.js'
+import {BIN, cli, sbx, TEST_STATE_HOME} from './helpers.js'
+import {createTestNetwork, must, removeTestSites, siteCertificate, startedWorkspace, startTestSite} from './test-sites.js'
 
 const RUN = `${(process.env.AGENT_SANDBOX_IT_ID ?? 'main').toLowerCase().replace(/[^a-z0-9]+/g, '-')}-${randomBytes(3).toString('hex')}`
 const LABEL = `dev.agent-sandbox.watchit=${RUN}`
@@ -94,18 +94,12 @@ describe('watch', () => {
     stubDir = mkdtempSync(join(tmpdir(), 'watchit-notify-'))
     writeFileSync(join(stubDir, 'notify-send'), `#!/bin/sh\nprintf '%s|' "$@" >> ${join(stubDir, 'notified')}\necho >> ${join(stubDir, 'notified')}\n`)
     chmodSync(join(stubDir, 'notify-send'), 0o755)
-    certDir = mkdtempSync(join(tmpdir(), 'watchit-cert-'))
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=watchit', '-addext', `subjectAltName=DNS:${allowed},DNS:${asked}`,
-      '-keyout', join(certDir, 'key.pem'), '-out', join(certDir, 'cert.pem')], {stdio: 'ignore'})
-    const [cert, key] = ['cert.pem', 'key.pem'].map((f) => readFileSync(join(certDir, f), 'utf8'))
+    const site = siteCertificate('watchit', [allowed, asked])
+    certDir = site.dir
+    const {cert, key} = site
     await startTestSite({container: allowed, label: LABEL, network, role: 'site', ip, cert, key, program: SITE})
     await startTestSite({container: asked, label: LABEL, network, role: 'asked', ip: `${net.prefix}.201`, cert, key, program: SITE})
-    ws = await makeWorkspace('watch')
-    workspaces.push(ws)
-    await initWorkspace(ws)
-    writeFileSync(join(ws, '.agent-sandbox', 'config.json'), `${JSON.stringify({dockerNetwork: network, allowDomains: [allowed], env: {AGENT_SANDBOX_GITHUB_META: '0'}}, null, 2)}\n`)
-    await trustWorkspace(ws)
-    container = JSON.parse(must(await cli(['start', ws, '--json']), 'start').stdout).name as string
+    ;({ws, container} = await startedWorkspace('watch', workspaces, {dockerNetwork: network, allowDomains: [allowed]}))
     expect(container).toMatch(/^agent-sandbox-/)
     // Its address is now the firewall's to let through: a request for another name reaches the gateway, which refuses it.
     expect((await sbx(ws, 'curl', '-sS', '--max-time', '10', `http://${allowed}/`)).stdout).toBe(`hi from site host=${allowed}`)
